@@ -1,0 +1,3 @@
+"""minidb: a teaching engine for parallel and distributed database systems."""
+
+__version__ = "0.1.0"

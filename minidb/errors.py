@@ -1,0 +1,48 @@
+"""One exception hierarchy for every mistake a user can make.
+
+Each message says what was wrong and what to change, in one line. The command line turns a
+``MinidbError`` into that line on stderr and exit status 2; anything else is a bug in minidb and
+keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class MinidbError(Exception):
+    """Base class: a user mistake or an expected failure, reported in one line."""
+
+
+class UnknownTableError(MinidbError):
+    """A statement names a table the catalog does not hold."""
+
+
+class UnknownColumnError(MinidbError):
+    """A statement names a column its table does not have."""
+
+
+class SchemaError(MinidbError):
+    """Data does not fit the declared layout (type mismatch, string too long, ...)."""
+
+
+class PageSizeError(MinidbError):
+    """The page size is out of range or too small to hold one record."""
+
+
+class MemoryBudgetError(MinidbError):
+    """An operator was given less memory than its algorithm needs to run at all."""
+
+
+class UnsupportedSQLError(MinidbError):
+    """The statement uses SQL outside minidb's subset; the message names the construct."""
+
+
+class UnknownPluginError(MinidbError):
+    """A plugin name (policy, partitioner, ...) is not registered; the message lists known ones."""
+
+
+class CorruptPageError(MinidbError):
+    """A page read from disk failed its checksum; the message names the file and the page."""
+
+
+class BufferPoolFullError(MinidbError):
+    """Every frame of the buffer pool is pinned, so no page can be brought in."""
