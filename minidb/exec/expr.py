@@ -1,0 +1,265 @@
+"""Scalar expressions over batches: column references, constants, arithmetic, comparisons.
+
+The SQL front door turns a WHERE clause or a SELECT list into a small tree of these nodes; the
+filter and project iterators evaluate a tree on a whole batch at once, so ``unique2 < 100`` is
+one numpy comparison over a column, not a Python call per tuple (Gamma compiled its predicates to
+machine code for the same reason: predicate evaluation is on every tuple's path).
+
+Text values are compared as the bytes stored in ``char(n)`` columns (NUL padding ignored).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from minidb.errors import SchemaError
+from minidb.storage.schema import Column, Schema, char_column, float_column, int_column
+
+
+class Expr:
+    """Base class: ``evaluate(batch)`` returns a numpy array with one value per tuple."""
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def columns(self) -> set[str]:
+        """Names of the columns this expression reads."""
+        return set()
+
+    def output_column(self, name: str, schema: Schema) -> Column:
+        """The layout of this expression's values when stored as column ``name``."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Col(Expr):
+    name: str
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        return batch[self.name]
+
+    def columns(self) -> set[str]:
+        return {self.name}
+
+    def output_column(self, name: str, schema: Schema) -> Column:
+        c = schema.column(self.name)
+        return Column(name, c.kind, c.width)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: int | float | str | bool
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        return np.full(len(batch), self.numpy_value)
+
+    @property
+    def numpy_value(self):
+        return self.value.encode() if isinstance(self.value, str) else self.value
+
+    def output_column(self, name: str, schema: Schema) -> Column:
+        if isinstance(self.value, str):
+            return char_column(name, max(1, len(self.value.encode())))
+        if isinstance(self.value, float):
+            return float_column(name)
+        return int_column(name, "int64")
+
+    def __str__(self) -> str:
+        return repr(self.value) if isinstance(self.value, str) else str(self.value)
+
+
+_COMPARE = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod}
+
+
+def _operand(expr: Expr, batch: np.ndarray):
+    """Constants stay scalars so numpy broadcasts them instead of building full columns."""
+    return expr.numpy_value if isinstance(expr, Const) else expr.evaluate(batch)
+
+
+@dataclass(frozen=True)
+class Compare(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        result = _COMPARE[self.op](_operand(self.left, batch), _operand(self.right, batch))
+        return np.broadcast_to(result, (len(batch),)) if np.ndim(result) == 0 else result
+
+    def columns(self) -> set[str]:
+        return self.left.columns() | self.right.columns()
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+@dataclass(frozen=True)
+class Between(Expr):
+    value: Expr
+    low: Expr
+    high: Expr
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        v = self.value.evaluate(batch)
+        return (v >= _operand(self.low, batch)) & (v <= _operand(self.high, batch))
+
+    def columns(self) -> set[str]:
+        return self.value.columns() | self.low.columns() | self.high.columns()
+
+    def __str__(self) -> str:
+        return f"{self.value} BETWEEN {self.low} AND {self.high}"
+
+
+@dataclass(frozen=True)
+class And(Expr):
+    parts: tuple[Expr, ...]
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        result = self.parts[0].evaluate(batch)
+        for p in self.parts[1:]:
+            result = result & p.evaluate(batch)
+        return result
+
+    def columns(self) -> set[str]:
+        return set().union(*(p.columns() for p in self.parts))
+
+    def __str__(self) -> str:
+        return " AND ".join(f"({p})" for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Or(Expr):
+    parts: tuple[Expr, ...]
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        result = self.parts[0].evaluate(batch)
+        for p in self.parts[1:]:
+            result = result | p.evaluate(batch)
+        return result
+
+    def columns(self) -> set[str]:
+        return set().union(*(p.columns() for p in self.parts))
+
+    def __str__(self) -> str:
+        return " OR ".join(f"({p})" for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Not(Expr):
+    part: Expr
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        return ~self.part.evaluate(batch)
+
+    def columns(self) -> set[str]:
+        return self.part.columns()
+
+    def __str__(self) -> str:
+        return f"NOT ({self.part})"
+
+
+@dataclass(frozen=True)
+class Arith(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        left, right = _operand(self.left, batch), _operand(self.right, batch)
+        if self.op in ("+", "-", "*", "%"):
+            left = np.asarray(left).astype(np.int64) if np.asarray(left).dtype.kind == "i" else left
+        result = _ARITH[self.op](left, right)
+        return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
+
+    def columns(self) -> set[str]:
+        return self.left.columns() | self.right.columns()
+
+    def output_column(self, name: str, schema: Schema) -> Column:
+        kinds = {_kind(e, schema) for e in (self.left, self.right)}
+        if "char" in kinds:
+            raise SchemaError(f"cannot apply {self.op!r} to text in {self}")
+        if self.op == "/" or "float64" in kinds:
+            return float_column(name)
+        return int_column(name, "int64")
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+def _kind(e: Expr, schema: Schema) -> str:
+    return e.output_column("_", schema).kind
+
+
+def conjuncts(pred: Expr | None) -> list[Expr]:
+    """Split a predicate into its top-level AND terms (empty list for no predicate)."""
+    if pred is None:
+        return []
+    if isinstance(pred, And):
+        return [t for p in pred.parts for t in conjuncts(p)]
+    return [pred]
+
+
+def conjunction(terms: list[Expr]) -> Expr | None:
+    """The AND of ``terms`` (None when there are none)."""
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else And(tuple(terms))
+
+
+def key_range(pred: Expr | None, column: str) -> tuple[object, object, list[Expr]] | None:
+    """The range ``[low, high]`` that ``pred``'s AND terms put on ``column``, if any.
+
+    Returns ``(low, high, rest)`` where low / high are constants or None (unbounded) and ``rest``
+    are the terms not used for the range (they still have to be applied as a filter); returns
+    None when no term restricts ``column`` with a constant. Strict bounds (``<``, ``>``) on
+    integers are turned into inclusive ones. Used by the planner to choose an index scan.
+    """
+    low = high = None
+    rest: list[Expr] = []
+    used = False
+
+    def tighten(lo, hi):
+        nonlocal low, high, used
+        used = True
+        if lo is not None:
+            low = lo if low is None else max(low, lo)
+        if hi is not None:
+            high = hi if high is None else min(high, hi)
+
+    for term in conjuncts(pred):
+        if isinstance(term, Between) and term.value == Col(column) and isinstance(term.low, Const) \
+                and isinstance(term.high, Const):
+            tighten(term.low.value, term.high.value)
+            continue
+        if isinstance(term, Compare) and term.op in ("=", "<", "<=", ">", ">="):
+            op, left, right = term.op, term.left, term.right
+            if isinstance(left, Const) and right == Col(column):
+                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
+                left, right = right, left
+            if left == Col(column) and isinstance(right, Const) and not isinstance(right.value, bool):
+                v = right.value
+                integral = isinstance(v, int)
+                if op == "=":
+                    tighten(v, v)
+                elif op == "<=":
+                    tighten(None, v)
+                elif op == ">=":
+                    tighten(v, None)
+                elif op == "<" and integral:
+                    tighten(None, v - 1)
+                elif op == ">" and integral:
+                    tighten(v + 1, None)
+                else:  # strict bound on a non-integer: use it inclusively, keep the filter
+                    tighten(v if op == ">" else None, v if op == "<" else None)
+                    rest.append(term)
+                continue
+        rest.append(term)
+    return (low, high, rest) if used else None
