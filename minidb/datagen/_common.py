@@ -27,7 +27,11 @@ def check_int(value: object, what: str) -> int:
 
 
 def check_slice(
-    generator: str, rows: object, start: object = 0, stop: object = None, max_rows: int | None = None
+    generator: str,
+    rows: object,
+    start: object = 0,
+    stop: object = None,
+    max_rows: int | None = None,
 ) -> tuple[int, int, int]:
     """Validate (rows, start, stop) and return them as ints; stop=None means the end."""
     rows = check_int(rows, f"{generator}: rows")
@@ -73,14 +77,24 @@ def text_array(mat: np.ndarray) -> pa.Array | pa.ChunkedArray:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
+def _unsigned(values: np.ndarray) -> np.ndarray:
+    """Non-negative integers as uint32 when they fit (much faster to divide), else uint64."""
+    v = np.asarray(values)
+    if v.size and int(v.min()) < 0:
+        raise ValueError("digits of a negative number")
+    fits = not v.size or int(v.max()) < 1 << 32
+    return v.astype(np.uint32 if fits else np.uint64)
+
+
 def decimal_digits(values: np.ndarray, width: int) -> np.ndarray:
     """A (rows, width) uint8 matrix: each non-negative value in zero-padded ASCII decimal."""
-    v = np.asarray(values, dtype=np.uint64).copy()
+    v = _unsigned(values)
     out = np.empty((len(v), width), dtype=np.uint8)
-    ten = np.uint64(10)
     for j in range(width - 1, -1, -1):
-        out[:, j] = (v % ten).astype(np.uint8) + ord("0")
-        v //= ten
+        q = v // 10
+        out[:, j] = v - q * 10
+        out[:, j] += ord("0")
+        v = q
     return out
 
 
@@ -90,13 +104,14 @@ def base26_letters(values: np.ndarray, width: int, out: np.ndarray | None = None
     With ``out`` (a uint8 matrix view of at least ``width`` columns) the letters are written
     there, saving a copy of a large matrix.
     """
-    v = np.array(values, dtype=np.int64)
+    v = _unsigned(values)
     if out is None:
         out = np.empty((len(v), width), dtype=np.uint8)
     for j in range(width - 1, -1, -1):
-        v, digit = np.divmod(v, 26)
-        out[:, j] = digit
+        q = v // 26
+        out[:, j] = v - q * 26
         out[:, j] += ord("A")
+        v = q
     return out
 
 

@@ -91,13 +91,17 @@ def random_bytes(seed: int, stream: int, counters: np.ndarray, width: int) -> np
 
 
 def random_chars(
-    seed: int, stream: int, counters: np.ndarray, width: int, alphabet: bytes
+    seed: int, stream: int, counters: np.ndarray, width: int, first: int, count: int
 ) -> np.ndarray:
-    """A (len(counters), width) uint8 matrix of characters drawn uniformly from ``alphabet``.
+    """A (len(counters), width) uint8 matrix of character codes drawn from first..first+count-1.
 
-    A random byte b picks ``alphabet[b * len(alphabet) >> 8]``; for 26 letters the most and the
-    least frequent letters differ by 1/256 in probability, which is fine for filler text.
+    A random byte b becomes ``first + (b * count >> 8)``; with 26 letters the most and least
+    frequent letters differ by 1/256 in probability, which is fine for filler text and keys.
     """
-    table = np.frombuffer(alphabet, dtype=np.uint8)
-    b = random_bytes(seed, stream, counters, width).astype(np.uint16)
-    return table[(b * len(table)) >> 8]
+    if not 1 <= count <= 256 or not 0 <= first <= 256 - count:
+        raise ValueError("random_chars: the codes first..first+count-1 must lie in 0..255")
+    scaled = np.multiply(random_bytes(seed, stream, counters, width), count, dtype=np.uint16)
+    scaled >>= 8
+    out = scaled.astype(np.uint8)
+    out += first
+    return out

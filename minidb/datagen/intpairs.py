@@ -2,7 +2,8 @@
 
 The LH* on Monet study (Section 5) queries a distributed table ``big`` and a 100,000-entry
 local table ``t5``; both hold pairs of integers (int, int), the values are unique and the data
-is not stored sorted. Its Table on partition sizes counts 8 bytes a pair (1 M pairs = 8 MB).
+is not stored sorted. Its partition-size table (Section 5.1) counts 8 bytes a pair
+(1 M pairs = 8 MB).
 
 minidb builds such a table as (key int32, value int32), 8 bytes a row: ``key`` and ``value``
 are two unrelated dense-unique permutations of 0..rows-1 (streams 0 and 1), so each column

@@ -45,7 +45,6 @@ from minidb.datagen.dense_unique import dense_unique
 from minidb.storage.schema import Schema, char_column, int_column
 
 STRING_WIDTH = 52
-LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 SCHEMA = Schema(
     [
@@ -101,5 +100,7 @@ def tandem(rows: int, seed: int = 0, start: int = 0, stop: int | None = None) ->
         cols[name] = values.astype(SCHEMA.column(name).numpy_dtype)
     cols["even1pct"] = cols["odd1pct"] * 2
     for stream, name in enumerate(("stringu1", "stringu2", "stringu3"), start=30):
-        cols[name] = text_array(rnd.random_chars(seed, stream, counters, STRING_WIDTH, LETTERS))
+        cols[name] = text_array(
+            rnd.random_chars(seed, stream, counters, STRING_WIDTH, ord("A"), 26)
+        )
     return build_table(SCHEMA, cols)

@@ -36,7 +36,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from minidb.datagen._common import base26_letters, build_table, check_seed, check_slice, filled, text_array
+from minidb.datagen._common import (
+    base26_letters,
+    build_table,
+    check_seed,
+    check_slice,
+    filled,
+    text_array,
+)
 from minidb.datagen.dense_unique import dense_unique
 from minidb.storage.schema import Schema, char_column, int_column
 
