@@ -101,15 +101,17 @@ class BufferManager:
         self.counters.lock_acquisitions += 1
         if not 0 <= page_no < f.num_pages:
             raise MinidbError(f"{f.name}: page {page_no} does not exist ({f.num_pages} pages)")
+        if count < 1:
+            raise MinidbError(f"fix count must be at least 1, not {count!r}")
         table = self._table(f)
         frame = int(table[page_no])
         if frame >= 0:
             self.counters.hits += 1
             self.policy.page_hit(frame)
         else:
-            self.counters.misses += 1
             frame = self._free_frame()
             self.frames[frame] = f.read_pages(page_no, 1)[0]
+            self.counters.misses += 1  # counted once the page is really in (a failed read is no miss)
             self.counters.reads += 1
             self._install(f, page_no, frame)
             self.policy.page_loaded(frame)
@@ -122,6 +124,8 @@ class BufferManager:
         """Release ``n`` pins of a fixed page (grouped unfix); mark it dirty if it was changed."""
         self.counters.lock_acquisitions += 1
         frame = self.frame_of(f, page_no)
+        if n < 1:
+            raise MinidbError(f"unfix count n must be at least 1, not {n!r}")
         if frame < 0 or self.pins[frame] < n:
             raise MinidbError(f"{f.name}: unfix of page {page_no} that is not fixed {n} times")
         if hint not in _HINTS:
@@ -223,9 +227,13 @@ class BufferManager:
             victim = int(tossed[0])
         else:
             plain = unpinned[hints == _NO_HINT]
-            victim = self.policy.choose_victim(plain if len(plain) else unpinned)
-            if victim not in set(unpinned.tolist()):
-                raise MinidbError(f"replacement policy {self.policy.name!r} chose frame {victim}, which is pinned or invalid")
+            offered = plain if len(plain) else unpinned
+            victim = int(self.policy.choose_victim(offered))
+            if victim not in set(offered.tolist()):  # pinned, or kept while unhinted pages exist
+                raise MinidbError(
+                    f"replacement policy {self.policy.name!r} chose frame {victim}, "
+                    "which is not one of the candidates it was offered"
+                )
         self._evict(victim, write=True)
         return victim
 

@@ -89,7 +89,8 @@ class HeapFile:
     def delete(self, rids: np.ndarray) -> int:
         """Remove the records with these ids; return how many were removed."""
         removed = 0
-        for page_no, slots in _by_page(np.asarray(rids, dtype=np.int64), self.capacity):
+        # _by_page needs sorted ids; unique also keeps a repeated id from counting twice
+        for page_no, slots in _by_page(np.unique(np.asarray(rids, dtype=np.int64)), self.capacity):
             page = self.buffer.fix(self.file, page_no)
             live = self.format.live_mask(page[None, :])[0]
             slots = slots[live[slots]]
@@ -118,7 +119,7 @@ class HeapFile:
         """Yield ``(records, rids)`` for pages ``first_page .. last_page`` a cluster at a time.
 
         ``keep`` decides whether the pages stay in the buffer pool; by default they do only when
-        the whole file fits in the pool (otherwise a scan would just push everything else out).
+        the file fits in half the pool (a larger scan would just push everything else out).
         """
         last_page = self.num_pages - 1 if last_page is None else min(last_page, self.num_pages - 1)
         if keep is None:
