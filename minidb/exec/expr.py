@@ -76,7 +76,7 @@ class Const(Expr):
 
 _COMPARE = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
             ">": operator.gt, ">=": operator.ge}
-_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.mod}
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.fmod}  # fmod truncates toward zero, as SQL does
 
 
 def _operand(expr: Expr, batch: np.ndarray):

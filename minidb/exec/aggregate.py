@@ -1,0 +1,379 @@
+"""Hash aggregation: scalar aggregates and aggregate functions (GROUP BY) in bounded memory.
+
+Gamma runs both kinds of aggregate query the same way (Gamma paper, Section 7, Table 7): every
+node first computes a *partial* result for each group over its own tuples, the partial results
+are then brought together by hashing on the grouping attribute, and the final value of each
+group is computed from its partials. A scalar aggregate is the special case of a single group.
+This iterator applies that idea twice inside one node:
+
+* **Per batch.** Each input batch is reduced to one partial tuple per group it contains (count,
+  sum, min or max; AVG keeps a sum and a count). This is numpy work over the whole batch.
+* **Across batches.** Partials are collected and merged into the group table (the same reduction
+  applied to partials), so the table holds one entry per group seen so far.
+
+Partial states merge associatively (counts and sums add, minima take the minimum), which is what
+lets Gamma combine the pieces computed on different nodes, and what lets this operator combine
+pieces computed on different batches or in different partitions.
+
+Memory and overflow. The group table must fit in ``memory_pages`` pages; an entry takes the width of its partial tuple plus 16 bytes of hash-table
+overhead. When the table outgrows that, the operator stops building it and, like the overflow
+handling of Gamma's hash join (Section 6.2.2), *spills*: the table so far, and every later
+batch's partials, are partitioned by a hash of the group key into up to ``memory_pages - 1``
+(at most 32) temporary heap files. Each partition is then aggregated on its own, and a partition
+that still overflows is partitioned again with a different hash function (recursion, as in a
+Grace-style hash algorithm). Because all partials of a group land in the same partition, each
+group is finished inside one partition. Counters: ``groups``, ``max_groups``, ``spills``,
+``spill_partitions``, ``spill_pages_written``, ``spill_pages_read``.
+
+Simplifications: numpy has no vectorized hash table, so groups are found by sorting each batch
+(or set of partials) on the group columns and cutting it where the key changes; hashing is used
+where Gamma uses it to split the data, not to probe. Results of a table that fit in memory come
+out in group-key order, which SQL does not promise. minidb has no NULLs, so on an empty input a
+scalar aggregate returns one row when it has only COUNT and SUM (0 for both) and no row at all
+when it has MIN, MAX or AVG (whose SQL answer would be NULL); with GROUP BY, an empty input
+gives no rows, as in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from minidb.errors import MemoryBudgetError, SchemaError
+from minidb.exec.expr import Expr
+from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.sort import sort_order
+from minidb.exec.store import SpoolWriter
+from minidb.storage.heapfile import HeapFile
+from minidb.storage.schema import Column, Schema, float_column, int_column
+
+FUNCTIONS = ("MIN", "MAX", "SUM", "COUNT", "AVG")
+MIN_PAGES = 3
+ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
+MAX_FANOUT = 32
+MAX_LEVELS = 12
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """The splitmix64 finalizer: spreads every input bit over the whole 64-bit word."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * _M1
+    h = h ^ (h >> np.uint64(27))
+    h = h * _M2
+    return h ^ (h >> np.uint64(31))
+
+
+def hash_columns(batch: np.ndarray, names: list[str], seed: int = 0) -> np.ndarray:
+    """A 64-bit hash of the values of ``names`` in each row (vectorized, seedable)."""
+    n = len(batch)
+    h = np.full(n, (_GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    for name in names:
+        col = batch[name]
+        if col.dtype.kind == "S":
+            width = col.dtype.itemsize
+            words = -(-width // 8)
+            raw = np.zeros((n, words * 8), dtype=np.uint8)
+            raw[:, :width] = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
+            for w in raw.view("<u8").T:
+                h = _mix(h ^ w)
+            continue
+        if col.dtype.kind == "f":
+            bits = (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 and 0.0 hash alike
+        else:
+            bits = col.astype(np.int64).view(np.uint64)
+        h = _mix(h ^ bits)
+    return h
+
+
+@dataclass(frozen=True)
+class _State:
+    """One field of the partial tuple: where its values come from and how partials combine."""
+
+    name: str
+    column: Column
+    combine: str  # "add", "min" or "max"
+    source: int | None  # index of the aggregate whose argument feeds it; None: a count of 1s
+
+
+@dataclass(frozen=True)
+class _Aggregate:
+    output: str
+    func: str
+    argument: Expr | None
+    states: tuple[int, ...]  # indexes into the state list
+
+
+class HashAggregate(Operator):
+    """GROUP BY ``group_by`` computing ``aggregates`` = [(output name, function, argument)]."""
+
+    kind = "hash_aggregate"
+
+    def __init__(self, ctx: ExecContext, child: Operator, group_by: list[str],
+                 aggregates: list[tuple[str, str, Expr | None]], memory_pages: int):
+        super().__init__(child, memory_pages=memory_pages)
+        self.ctx = ctx
+        source = child.schema
+        self.group_columns = [source.column(g) for g in group_by]
+        self.group_names = [c.name for c in self.group_columns]
+        if not aggregates and not group_by:
+            raise SchemaError("an aggregation needs a GROUP BY column or an aggregate function")
+
+        states: list[_State] = []
+
+        def state(kind: str, width: int, combine: str, src: int | None) -> int:
+            name = f"__state{len(states)}"
+            states.append(_State(name, Column(name, kind, width), combine, src))
+            return len(states) - 1
+
+        aggs: list[_Aggregate] = []
+        out_columns: list[Column] = list(self.group_columns)
+        for i, (output, func, arg) in enumerate(aggregates):
+            func = func.upper()
+            if func not in FUNCTIONS:
+                raise SchemaError(f"unknown aggregate function {func}; use one of {', '.join(FUNCTIONS)}")
+            if arg is None and func != "COUNT":
+                raise SchemaError(f"{func} needs an argument; only COUNT(*) has none")
+            arg_col = None if arg is None else _argument_column(arg, source, func)
+            if arg_col is not None and arg_col.kind == "char" and func in ("SUM", "AVG"):
+                raise SchemaError(f"{func}({arg}) is not defined on text")
+
+            # sums of integers are kept in int64 (exact), sums of floats in float64
+            sum_kind = "float64" if arg_col is not None and arg_col.kind == "float64" else "int64"
+            if func == "COUNT":
+                idx = (state("int64", 8, "add", None),)
+                out = int_column(output, "int64")
+            elif func == "SUM":
+                idx = (state(sum_kind, 8, "add", i),)
+                out = Column(output, sum_kind, 8)
+            elif func == "AVG":
+                idx = (state(sum_kind, 8, "add", i), state("int64", 8, "add", None))
+                out = float_column(output)
+            else:  # MIN / MAX keep the layout of their argument
+                idx = (state(arg_col.kind, arg_col.width, func.lower(), i),)
+                out = Column(output, arg_col.kind, arg_col.width)
+            aggs.append(_Aggregate(output, func, arg, idx))
+            out_columns.append(out)
+
+        self.states = states
+        self.aggregates = aggs
+        self.schema = Schema(out_columns)
+        self.partial_schema = Schema(list(self.group_columns) + [s.column for s in self.states])
+        self._output: Iterator[np.ndarray] | None = None
+        self._temps: list[HeapFile] = []
+
+    # -- protocol --------------------------------------------------------------------------------
+    def _open(self) -> None:
+        memory = self.require_memory(MIN_PAGES)
+        super()._open()
+        entry = self.partial_schema.record_width + ENTRY_OVERHEAD
+        self.max_groups = max(1, memory * self.ctx.page_size // entry)
+        for key in ("groups", "spills", "spill_partitions", "spill_pages_written", "spill_pages_read"):
+            self.stats.extra.setdefault(key, 0)
+        self.stats.extra["max_groups"] = self.max_groups
+        self._output = self._run()
+
+    def _next(self) -> np.ndarray | None:
+        return next(self._output, None)
+
+    def _close(self) -> None:
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+        for heap in self._temps:
+            self.ctx.drop_temp(heap)
+        self._temps = []
+        super()._close()
+
+    def describe(self) -> str:
+        parts = [f"{a.func}({a.argument if a.argument is not None else '*'}) AS {a.output}"
+                 for a in self.aggregates]
+        if self.group_names:
+            parts.append(f"BY {', '.join(self.group_names)}")
+        return f"HashAggregate({', '.join(parts)}; {self.memory_pages} pages)"
+
+    # -- driver ----------------------------------------------------------------------------------
+    def _run(self) -> Iterator[np.ndarray]:
+        child = self.children[0]
+
+        def partials() -> Iterator[np.ndarray]:
+            while (batch := self._pull(child)) is not None:
+                yield self._partial(batch)
+
+        produced = False
+        for out in self._aggregate(partials(), level=0):
+            produced = True
+            yield out
+        if not produced and not self.group_names and all(a.func in ("COUNT", "SUM") for a in self.aggregates):
+            out = np.zeros(1, dtype=self.schema.dtype)
+            self.stats.add("groups")
+            yield out
+
+    def _aggregate(self, partials: Iterable[np.ndarray], level: int) -> Iterator[np.ndarray]:
+        """Aggregate a stream of partial tuples; spill to hash partitions when the table overflows."""
+        table: np.ndarray | None = None
+        pending: list[np.ndarray] = []
+        pending_rows = 0
+        spill: _Spill | None = None
+        for part in partials:
+            if not len(part):
+                continue
+            if spill is not None:
+                spill.write(part)
+                continue
+            pending.append(part)
+            pending_rows += len(part)
+            held = 0 if table is None else len(table)
+            if pending_rows + held > self.max_groups or pending_rows >= max(4096, held):
+                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+                pending, pending_rows = [], 0
+                if len(table) > self.max_groups:
+                    if level >= MAX_LEVELS:
+                        raise MemoryBudgetError(
+                            f"{self.kind}: groups still do not fit in {self.memory_pages} pages after "
+                            f"{level} rounds of partitioning; raise memory_pages"
+                        )
+                    spill = _Spill(self, level)
+                    spill.write(table)
+                    table = None
+        if spill is None:
+            if pending:
+                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+            if table is not None:
+                yield from self._finish(table)
+            return
+        for heap in spill.close():
+            yield from self._aggregate(self._read_partition(heap), level + 1)
+            self._temps.remove(heap)
+            self.ctx.drop_temp(heap)
+
+    def _read_partition(self, heap: HeapFile) -> Iterator[np.ndarray]:
+        self.stats.add("spill_pages_read", heap.num_pages)
+        for records, _ in heap.scan(keep=False):
+            yield records
+
+    # -- partial aggregation -----------------------------------------------------------------------
+    def _partial(self, batch: np.ndarray) -> np.ndarray:
+        """One batch of input turned into one partial tuple per group in the batch."""
+        part = np.empty(len(batch), dtype=self.partial_schema.dtype)
+        for name in self.group_names:
+            part[name] = batch[name]
+        values: dict[int, np.ndarray] = {}
+        for s in self.states:
+            if s.source is None:
+                part[s.name] = 1
+                continue
+            if s.source not in values:
+                values[s.source] = _check_values(self.aggregates[s.source], batch)
+            part[s.name] = values[s.source]
+        return self._reduce(part)
+
+    def _reduce(self, part: np.ndarray) -> np.ndarray:
+        """Merge partial tuples of the same group (sort on the group key, cut where it changes)."""
+        n = len(part)
+        if n <= 1:
+            return part
+        if not self.group_names:
+            out = part[:1].copy()
+            for s in self.states:
+                col = part[s.name]
+                if s.combine == "add":
+                    out[s.name] = col.sum()
+                elif col.dtype.kind == "S":
+                    out[s.name] = col[np.argmin(col) if s.combine == "min" else np.argmax(col)]
+                else:
+                    out[s.name] = col.min() if s.combine == "min" else col.max()
+            return out
+        ordered = part[sort_order([part[g] for g in self.group_names])]
+        change = np.zeros(n, dtype=bool)
+        change[0] = True
+        for g in self.group_names:
+            col = ordered[g]
+            change[1:] |= col[1:] != col[:-1]
+        starts = np.flatnonzero(change)
+        if len(starts) == n:
+            return ordered
+        out = ordered[starts]
+        group_ids = None
+        for s in self.states:
+            col = ordered[s.name]
+            if s.combine == "add":
+                out[s.name] = np.add.reduceat(col, starts)
+            elif col.dtype.kind != "S":
+                ufunc = np.minimum if s.combine == "min" else np.maximum
+                out[s.name] = ufunc.reduceat(col, starts)
+            else:  # text: no min/max ufunc, so sort each group's values and take an end
+                if group_ids is None:
+                    group_ids = np.cumsum(change) - 1
+                by_value = col[np.lexsort((col, group_ids))]
+                ends = np.append(starts[1:], n) - 1
+                out[s.name] = by_value[starts if s.combine == "min" else ends]
+        return out
+
+    def _finish(self, table: np.ndarray) -> Iterator[np.ndarray]:
+        """Final values of each group from its partial tuple, in batches."""
+        self.stats.add("groups", len(table))
+        out = np.empty(len(table), dtype=self.schema.dtype)
+        for name in self.group_names:
+            out[name] = table[name]
+        for a in self.aggregates:
+            first = self.states[a.states[0]].name
+            if a.func == "AVG":
+                out[a.output] = table[first] / table[self.states[a.states[1]].name]
+            else:
+                out[a.output] = table[first]
+        step = self.ctx.batch_rows
+        for start in range(0, len(out), step):
+            yield out[start : start + step]
+
+
+class _Spill:
+    """Hash-partitions partial tuples into temporary heap files (one spill round)."""
+
+    def __init__(self, op: HashAggregate, level: int):
+        self.op = op
+        self.level = level
+        fanout = max(2, min(op.memory_pages - 1, MAX_FANOUT))
+        flush_pages = max(1, (op.memory_pages - 1) // fanout)
+        self.writers = []
+        for _ in range(fanout):
+            heap = op.ctx.temp_heap(op.partial_schema, "agg-partition")
+            op._temps.append(heap)
+            self.writers.append(SpoolWriter(heap, flush_pages=flush_pages))
+        op.stats.add("spills")
+        op.stats.add("spill_partitions", fanout)
+
+    def write(self, part: np.ndarray) -> None:
+        fanout = len(self.writers)
+        pid = (hash_columns(part, self.op.group_names, seed=self.level) % np.uint64(fanout)).astype(np.int64)
+        order = np.argsort(pid, kind="stable")
+        bounds = np.cumsum(np.bincount(pid, minlength=fanout))[:-1]
+        for writer, piece in zip(self.writers, np.split(part[order], bounds), strict=True):
+            writer.write(piece)
+
+    def close(self) -> list[HeapFile]:
+        heaps = []
+        for writer in self.writers:
+            heap = writer.close()
+            self.op.stats.add("spill_pages_written", writer.pages_written)
+            heaps.append(heap)
+        return heaps
+
+
+def _argument_column(arg: Expr, schema: Schema, func: str) -> Column:
+    try:
+        return arg.output_column("_", schema)
+    except NotImplementedError:
+        raise SchemaError(f"{func}({arg}): the argument must be a column, a constant or arithmetic") from None
+
+
+def _check_values(agg: _Aggregate, batch: np.ndarray) -> np.ndarray:
+    values = np.asarray(agg.argument.evaluate(batch))
+    if values.ndim == 0:
+        values = np.broadcast_to(values, (len(batch),))
+    return values
