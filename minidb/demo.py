@@ -69,7 +69,7 @@ def run_demo(rows: int = 100_000, page_size: int = 4096, buffer_pages: int = 102
             c = result.counters
             summary.append({
                 "query": label, "access path": result.access_path, "rows": got.num_rows,
-                "seq reads": c.get("pages_read_seq", 0), "rand reads": c.get("pages_read_rand", 0),
+                "seq reads": c.get("pages_read_seq", 0), "rand reads": c.get("pages_read_random", 0),
                 "buffer hits": c.get("buffer_hits", 0), "ms": round(result.wall_s * 1000, 1),
                 "matches DuckDB": "yes" if matches else "NO",
             })

@@ -1,0 +1,315 @@
+"""The front door: ``minidb.connect()`` gives a ``Database`` that loads tables and runs SQL.
+
+A ``Database`` is one minidb node: a data directory with the node's page files (``Disk``), a
+buffer pool over it (``BufferManager``), the catalog of its tables, and the SQL layer
+(``minidb.sql``). Every statement returns a ``Result`` with its tuples (as Arrow), the iterator
+tree that produced them, the wall time and the *counters* of the work done, which is what the
+papers' measurements are rebuilt from (pages read sequentially or at random, pages written,
+buffer hits and misses, tuples per operator). Gamma's own reasoning about access paths (Section
+5.1: one random page read per tuple found through a non-clustered index, against every page of the
+file for a scan) is in these units.
+
+Counters are deltas over one statement. The buffer pool is *not* emptied between statements, so
+a statement may find pages left by the previous one; ``clear_buffer_pool()`` writes back and
+forgets every page, for cold measurements like the papers'.
+
+Memory. Operators that need memory (sort, hash join, hash aggregate) get ``memory_pages``
+pages each. By default that is the buffer pool size minus ``RESERVED_PAGES`` (8) pages, the
+frames kept for the pages scans and index lookups fix while they run; never less than 3, the
+smallest budget a sort or an aggregate accepts.
+
+This issue builds a single node. ``connect`` already takes the arguments of the parallel engine
+(``nodes``, ``backend``) so programs need not change later, but anything other than one inline
+node is refused with a message until the parallel runtime lands.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from minidb.buffer.manager import BufferManager
+from minidb.catalog import Catalog, Table
+from minidb.errors import MinidbError
+from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.scan import RID
+from minidb.sql.execute import run
+from minidb.sql.hints import parse_hints, split_hint_comment
+from minidb.sql.planner import Planner, explain_tree
+from minidb.sql.translate import translate
+from minidb.storage.disk import Disk
+from minidb.storage.schema import Schema
+
+RESERVED_PAGES = 8
+MIN_MEMORY_PAGES = 3
+
+
+class Result:
+    """What a statement gave back: tuples, plan, wall time and counters."""
+
+    def __init__(self, schema: Schema, records: np.ndarray, plan: Operator, counters: dict[str, int],
+                 wall_s: float, rows: int, kind: str, notes: dict[int, str], statement: str,
+                 access_paths: list[tuple[str, str]] | None = None):
+        self._schema = schema
+        self._records = records
+        self.plan = plan
+        self.counters = counters
+        self.wall_s = wall_s
+        self.rows = rows  # tuples returned (SELECT) or changed / stored (INSERT, UPDATE, ...)
+        self.kind = kind
+        self._notes = notes
+        self.statement = statement
+        self.access_paths = access_paths or []  # (table, chosen path) per table read
+
+    @property
+    def access_path(self) -> str:
+        """The access path chosen for each table, e.g. "heap: non-clustered B+ tree index on unique2"."""
+        return "; ".join(f"{table}: {path}" for table, path in self.access_paths)
+
+    def to_arrow(self) -> pa.Table:
+        """The result tuples as an Arrow table (the internal ``_rid`` column is never shown)."""
+        names = [n for n in self._schema.names if n != RID]
+        schema = self._schema if len(names) == len(self._schema.names) else self._schema.project(names)
+        records = self._records
+        if len(names) != len(self._schema.names):
+            records = np.empty(len(self._records), dtype=schema.dtype)
+            for n in names:
+                records[n] = self._records[n]
+        return schema.arrow_from_records(records)
+
+    def to_pylist(self) -> list[tuple]:
+        table = self.to_arrow()
+        return list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True)) \
+            if table.num_columns else []
+
+    def explain(self) -> str:
+        """The iterator tree, each operator with its tuple counts and the planner's reasons."""
+        return explain_tree(self.plan, self._notes)
+
+    def __repr__(self) -> str:
+        return (f"Result({self.kind}, rows={self.rows}, wall_s={self.wall_s:.4f}, "
+                f"pages_read={self.counters.get('pages_read', 0)})")
+
+
+class Database:
+    """One minidb node: disk, buffer pool, catalog and the SQL front end."""
+
+    def __init__(self, page_size: int = 4096, buffer_pages: int = 1024, buffer_policy: str = "lru",
+                 data_dir: str | os.PathLike | None = None, memory_pages: int | None = None):
+        self.disk = Disk(data_dir, page_size)
+        try:
+            self.buffer = BufferManager(self.disk, buffer_pages, policy=buffer_policy)
+        except BaseException:
+            self.disk.close()
+            raise
+        self.ctx = ExecContext(self.disk, self.buffer)
+        if memory_pages is None:
+            memory_pages = max(MIN_MEMORY_PAGES, self.buffer.num_frames - RESERVED_PAGES)
+        if isinstance(memory_pages, bool) or not isinstance(memory_pages, int | np.integer) \
+                or memory_pages < MIN_MEMORY_PAGES:
+            raise MinidbError(
+                f"memory_pages must be a whole number of at least {MIN_MEMORY_PAGES}, not {memory_pages!r}"
+            )
+        self.memory_pages = int(memory_pages)
+        self.catalog = Catalog()
+        self._closed = False
+
+    # -- tables ---------------------------------------------------------------------------------
+    def create_table(self, name: str, source: Any, organization: str = "heap", key: str | None = None,
+                     schema: Schema | pa.Schema | None = None) -> Table:
+        """Load a relation from an Arrow table, a Parquet file or a generator spec.
+
+        ``source``: a ``pyarrow.Table`` (or RecordBatch), the path of a Parquet file, or a
+        generator spec ``"wisconsin:10000"`` / ``"wisconsin:10000:seed"`` (see
+        ``minidb.datagen``). ``organization``: "heap", "clustered" (sorted on ``key`` with a
+        B+ tree, Gamma) or "hash" (hashed on ``key``, Teradata). ``schema`` fixes the layout
+        (e.g. char widths) instead of deriving it from the data.
+        """
+        self._check_open()
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise MinidbError(f"table name {name!r} must be an identifier (letters, digits, _)")
+        if self.catalog.has(name):
+            raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
+        data = _load_source(source)
+        if schema is None:
+            layout = Schema.from_arrow(data.schema, data)
+        elif isinstance(schema, Schema):
+            layout = schema
+        elif isinstance(schema, pa.Schema):
+            layout = Schema.from_arrow(schema, data)
+        else:
+            raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
+        if layout.has_column(RID):
+            raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
+        records = layout.records_from_arrow(data, what=f"table {name!r}")
+        table = Table.create(self.disk, self.buffer, name, layout, records, organization, key)
+        self.catalog.add(table)
+        self.buffer.flush()
+        return table
+
+    def create_index(self, table: str, column: str, clustered: bool = False) -> None:
+        """Index ``column``: a non-clustered index, or (``clustered=True``) re-store the table in
+        key order with a B+ tree on top (at most one clustered index per table)."""
+        self._check_open()
+        t = self.catalog.get(table)
+        col = t.schema.column(column, f"table {t.name!r}").name
+        if clustered:
+            if t.organization == "clustered":
+                raise MinidbError(
+                    f"table {t.name!r} is already clustered on {t.key!r}; a table has at most one "
+                    "clustered index (create a non-clustered one instead)"
+                )
+            if t.organization == "hash":
+                raise MinidbError(
+                    f"table {t.name!r} is hash-organized on {t.key!r} (Teradata style); it cannot "
+                    "also be clustered. Load it with organization='heap' to cluster it"
+                )
+            t.reorganize("clustered", col)
+        else:
+            t.create_index(col)
+        self.buffer.flush()
+
+    def table(self, name: str) -> Table:
+        self._check_open()
+        return self.catalog.get(name)
+
+    def tables(self) -> list[str]:
+        return self.catalog.names()
+
+    def drop_table(self, name: str) -> None:
+        self._check_open()
+        table = self.catalog.remove(name)
+        table.drop()
+
+    def clear_buffer_pool(self) -> None:
+        """Write back every dirty page and empty the pool, so the next statement starts cold."""
+        self.buffer.flush()
+        files = {id(f): f for f in self.buffer.frame_file if f is not None}
+        for f in files.values():
+            self.buffer.discard(f)
+
+    # -- SQL ------------------------------------------------------------------------------------
+    def sql(self, text: str, hint: str | None = None) -> Result:
+        """Run one SQL statement. ``hint`` (or a leading ``/*+ ... */`` comment) overrides the
+        planner: "scan", "index", "clustered_index", "hash_join", "nested_loops"."""
+        self._check_open()
+        if not isinstance(text, str):
+            raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
+        body, comment = split_hint_comment(text)
+        hints = parse_hints(hint, comment)
+        statement = translate(body, self.catalog)
+        planner = Planner(self.ctx, self.memory_pages, hints)
+        io_before = self.disk.io.snapshot()
+        buf_before = self.buffer.counters.snapshot()
+        start = time.perf_counter()
+        outcome = run(self, statement, planner)
+        wall = time.perf_counter() - start
+        counters = _counters(self.disk.io.minus(io_before), self.buffer.counters.minus(buf_before),
+                             outcome.plan)
+        paths = [(table, p.label + (f" on {p.column}" if p.column else ""))
+                 for table, p in planner.paths]
+        return Result(outcome.schema, outcome.records, outcome.plan, counters, wall, outcome.rows,
+                      outcome.kind, planner.notes, text, paths)
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop every table's files and, if minidb made the data directory, remove it."""
+        if self._closed:
+            return
+        for t in list(self.catalog):
+            try:
+                t.drop()
+            except MinidbError:
+                pass
+        self.disk.close()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MinidbError("this database is closed; call minidb.connect() again")
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Database({len(self.catalog)} tables, page_size={self.disk.page_size}, "
+                f"buffer_pages={self.buffer.num_frames}, memory_pages={self.memory_pages})")
+
+
+def connect(nodes: int = 1, backend: str = "inline", page_size: int = 4096, buffer_pages: int = 1024,
+            buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
+            memory_pages: int | None = None) -> Database:
+    """Open a minidb database (one inline node for now; see the module docstring)."""
+    if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
+        raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+    if nodes != 1 or backend != "inline":
+        raise MinidbError(
+            f"connect(nodes={nodes}, backend={backend!r}): the parallel runtime is not built yet "
+            "(it comes in a later issue); use connect(nodes=1, backend='inline')"
+        )
+    return Database(page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
+                    data_dir=data_dir, memory_pages=memory_pages)
+
+
+def _load_source(source: Any) -> pa.Table:
+    if isinstance(source, pa.Table):
+        return source
+    if isinstance(source, pa.RecordBatch):
+        return pa.Table.from_batches([source])
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if path.exists():
+            try:
+                return pq.read_table(path)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
+        spec = re.fullmatch(r"([A-Za-z_]+):(\d+)(?::(\d+))?", str(source))
+        if spec:
+            from minidb.datagen import generate
+
+            return generate(spec.group(1), int(spec.group(2)), seed=int(spec.group(3) or 0))
+        raise MinidbError(
+            f"no file {str(source)!r}; source must be a pyarrow Table, a Parquet file path or a "
+            "generator spec like 'wisconsin:10000'"
+        )
+    raise MinidbError(
+        f"source must be a pyarrow Table, a Parquet file path or a generator spec, "
+        f"not {type(source).__name__}"
+    )
+
+
+def _counters(io, buf, plan: Operator) -> dict[str, int]:
+    """The flat counter dictionary of one statement."""
+    c: dict[str, int] = {
+        "pages_read": io.reads,
+        "pages_read_seq": io.seq_reads,
+        "pages_read_random": io.rand_reads,
+        "pages_written": io.writes,
+        "pages_written_seq": io.seq_writes,
+        "pages_written_random": io.rand_writes,
+        "buffer_hits": buf.hits,
+        "buffer_misses": buf.misses,
+        "buffer_reads": buf.reads,
+        "buffer_writes": buf.writes,
+        "buffer_lock_acquisitions": buf.lock_acquisitions,
+    }
+    for i, op in enumerate(plan.walk()):
+        for key, value in (("tuples_in", op.stats.tuples_in), ("tuples_out", op.stats.tuples_out)):
+            c[f"{key}.{op.kind}"] = c.get(f"{key}.{op.kind}", 0) + int(value)
+        prefix = f"op{i}.{op.kind}"
+        c[f"{prefix}.tuples_in"] = int(op.stats.tuples_in)
+        c[f"{prefix}.tuples_out"] = int(op.stats.tuples_out)
+        c[f"{prefix}.batches_out"] = int(op.stats.batches_out)
+        for key, value in op.stats.extra.items():
+            c[f"{prefix}.{key}"] = int(value)
+    return c

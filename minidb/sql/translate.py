@@ -1,0 +1,937 @@
+"""From SQL text to a logical statement: names resolved, types checked, expressions built.
+
+The text is parsed by sqlglot (DuckDB dialect) into a syntax tree; this module walks that tree
+and builds minidb's own description of the statement, using the expression nodes of
+``minidb.exec.expr`` (``Col``, ``Const``, ``Compare``, ``Between``, ``And``, ``Or``, ``Not``,
+``Arith``). The planner (``planner.py``) then turns the description into iterators.
+
+The subset is the one the Gamma benchmark needs (Gamma 1988, Sections 5 to 8: selections, joins,
+aggregates, updates), in SQL rather than Gamma's QUEL:
+
+* ``SELECT`` columns, ``*``, ``t.*``, arithmetic (+ - * / %), the aggregates MIN MAX SUM COUNT
+  AVG and COUNT(*), aliases;
+* ``FROM`` one table or several, joined by equalities: ``JOIN ... ON a.x = b.y`` or a comma list
+  with the equalities in ``WHERE``; table aliases;
+* ``WHERE`` comparisons, BETWEEN, AND, OR, NOT, arithmetic;
+* ``GROUP BY`` columns; ``ORDER BY`` output names, positions or expressions, ASC / DESC;
+  ``LIMIT n``;
+* ``INSERT INTO t VALUES (...), ...`` and ``INSERT INTO t SELECT ...`` (by position);
+  ``UPDATE t SET c = expr, ... [WHERE ...]``; ``DELETE FROM t [WHERE ...]``;
+* ``CREATE TABLE t AS SELECT ...``: Gamma's "retrieve into" (Section 4), a new heap relation.
+
+Everything else raises ``UnsupportedSQLError`` naming the construct. Types are checked here, not
+while running: comparing text with a number, or arithmetic on text, is a ``SchemaError`` before
+any page is touched, so a failing statement never leaves a table half changed.
+
+Simplifications: no NULLs (so COUNT(x) = COUNT(*)); an aggregate over no rows is not defined;
+integer overflow of arithmetic wraps as int64 does in numpy; ``%`` truncates toward zero like C
+and DuckDB; ``/`` always gives a float (as in DuckDB), and dividing by zero gives inf or nan
+where SQL would give NULL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sqlglot
+from sqlglot import exp
+
+from minidb.catalog import Catalog, Table
+from minidb.errors import (
+    MinidbError,
+    SchemaError,
+    UnknownColumnError,
+    UnknownTableError,
+    UnsupportedSQLError,
+)
+from minidb.exec.expr import And, Arith, Between, Col, Compare, Const, Expr, Not, Or
+from minidb.storage.schema import Column, Schema, float_column, int_column
+
+SUBSET = "minidb supports SELECT-FROM-WHERE-GROUP BY-ORDER BY; see docs"
+AGGREGATES = {exp.Min: "MIN", exp.Max: "MAX", exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG"}
+
+
+def unsupported(construct: str) -> UnsupportedSQLError:
+    return UnsupportedSQLError(f"unsupported SQL: {construct} ({SUBSET})")
+
+
+# -- expressions the translator adds ------------------------------------------------------------
+@dataclass(frozen=True)
+class TruncMod(Arith):
+    """``a % b`` with the sign of ``a`` (C, SQL and DuckDB semantics; numpy's ``%`` floors)."""
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        left, right = self.left.evaluate(batch), self.right.evaluate(batch)
+        if np.asarray(left).dtype.kind == "i":
+            left = np.asarray(left).astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.fmod(left, right)
+
+
+# -- the logical statements --------------------------------------------------------------------
+@dataclass
+class Ref:
+    """One table of the FROM clause."""
+
+    alias: str
+    table: Table
+    filters: list[Expr] = field(default_factory=list)  # conjuncts over the table's own columns
+
+
+@dataclass
+class JoinEdge:
+    """An equi-join predicate ``left.left_col = right.right_col`` (internal column names)."""
+
+    left: int
+    right: int
+    left_col: str
+    right_col: str
+
+    def predicate(self) -> Expr:
+        return Compare("=", Col(self.left_col), Col(self.right_col))
+
+
+@dataclass
+class SelectQuery:
+    refs: list[Ref]
+    qualified: bool  # internal names are "alias.column" (several tables) or plain names
+    schema: Schema  # every column of every table under its internal name
+    edges: list[JoinEdge]
+    residual: list[Expr]  # conjuncts over several tables that are not equi-joins
+    aggregating: bool
+    group_by: list[str]
+    aggregates: list[tuple[str, str, Expr | None]]
+    outputs: list[tuple[str, Expr]]  # visible outputs first, then hidden sort keys
+    visible: int
+    order: list[tuple[str, bool]]
+    limit: int | None
+    needed: set[str]  # internal column names read above the scans
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.outputs[: self.visible]]
+
+    def ref_of(self, internal: str) -> tuple[int, str]:
+        if not self.qualified:
+            return 0, internal
+        alias, col = internal.split(".", 1)
+        for i, r in enumerate(self.refs):
+            if r.alias == alias:
+                return i, col
+        raise MinidbError(f"internal error: no table for column {internal!r}")
+
+
+@dataclass
+class SelectStatement:
+    query: SelectQuery
+
+
+@dataclass
+class InsertStatement:
+    table: Table
+    records: np.ndarray | None  # INSERT ... VALUES, already in the table's layout
+    query: SelectQuery | None  # INSERT ... SELECT
+    columns: list[str]  # target column for each value position
+
+
+@dataclass
+class UpdateStatement:
+    ref: Ref
+    assignments: list[tuple[str, Expr]]
+
+
+@dataclass
+class DeleteStatement:
+    ref: Ref
+
+
+@dataclass
+class CreateTableAsStatement:
+    name: str
+    query: SelectQuery
+
+
+Statement = SelectStatement | InsertStatement | UpdateStatement | DeleteStatement | CreateTableAsStatement
+
+
+# -- parsing ------------------------------------------------------------------------------------
+def parse(text: str) -> exp.Expression:
+    """One sqlglot syntax tree for ``text``, or a one-line error."""
+    if not isinstance(text, str) or not text.strip():
+        raise MinidbError("empty SQL statement; pass a SELECT, INSERT, UPDATE, DELETE or CREATE TABLE AS")
+    try:
+        trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
+    except sqlglot.errors.ParseError as e:
+        detail = e.errors[0].get("description", str(e)) if e.errors else str(e)
+        raise MinidbError(f"SQL syntax error: {detail}") from None
+    except sqlglot.errors.SqlglotError as e:
+        raise MinidbError(f"SQL syntax error: {str(e).splitlines()[0]}") from None
+    if len(trees) != 1:
+        raise unsupported("several statements in one call; send them one at a time")
+    return trees[0]
+
+
+def translate(text: str, catalog: Catalog) -> Statement:
+    """Parse and translate one statement against the tables of ``catalog``."""
+    tree = parse(text)
+    if isinstance(tree, exp.Select):
+        return SelectStatement(_Select(catalog, tree).build())
+    if isinstance(tree, exp.Insert):
+        return _insert(catalog, tree)
+    if isinstance(tree, exp.Update):
+        return _update(catalog, tree)
+    if isinstance(tree, exp.Delete):
+        return _delete(catalog, tree)
+    if isinstance(tree, exp.Create):
+        return _create(catalog, tree)
+    if not isinstance(tree, exp.Query | exp.DDL | exp.DML | exp.Command | exp.Describe | exp.Pragma
+                      | exp.Transaction | exp.Commit | exp.Rollback | exp.Use | exp.Set | exp.Drop
+                      | exp.Alter | exp.Merge):
+        raise MinidbError(f"SQL syntax error: {tree.sql()!r} is not a statement; "
+                          "write SELECT, INSERT, UPDATE, DELETE or CREATE TABLE ... AS")
+    raise unsupported(_statement_name(tree))
+
+
+def _statement_name(tree: exp.Expression) -> str:
+    names = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT",
+             exp.Drop: "DROP; use Database.drop_table", exp.Alter: "ALTER",
+             exp.Merge: "MERGE", exp.Describe: "DESCRIBE", exp.Pragma: "PRAGMA",
+             exp.Transaction: "transactions, BEGIN / COMMIT", exp.Commit: "COMMIT",
+             exp.Rollback: "ROLLBACK", exp.Use: "USE", exp.Set: "SET"}
+    for cls, name in names.items():
+        if isinstance(tree, cls):
+            return name
+    if isinstance(tree, exp.Command):
+        return f"{str(tree.this).upper()} statements"
+    return f"{tree.key.upper()} statements"
+
+
+def _arg(node: exp.Expression, name: str):
+    """An argument of a sqlglot node (newer sqlglot spells some keys with a trailing '_')."""
+    value = node.args.get(name)
+    return node.args.get(name + "_") if value is None else value
+
+
+def _unparen(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _check_args(node: exp.Expression, allowed: set[str], names: dict[str, str], what: str) -> None:
+    """Reject any clause of ``node`` that minidb does not implement, naming it."""
+    for key, value in node.args.items():
+        base = key.rstrip("_")
+        if base in allowed or value in (None, False, [], ""):
+            continue
+        raise unsupported(names.get(base, f"{base.upper()} in {what}"))
+
+
+_SELECT_CLAUSES = {
+    "distinct": "DISTINCT", "having": "HAVING", "with": "WITH, common table expressions",
+    "windows": "window functions", "qualify": "QUALIFY", "offset": "OFFSET",
+    "laterals": "LATERAL", "pivots": "PIVOT", "into": "SELECT ... INTO; write CREATE TABLE t AS SELECT",
+    "locks": "FOR UPDATE", "sample": "TABLESAMPLE", "prewhere": "PREWHERE", "kind": "SELECT AS",
+    "settings": "SETTINGS", "connect": "CONNECT BY", "cluster": "CLUSTER BY",
+    "distribute": "DISTRIBUTE BY", "sort": "SORT BY", "match": "MATCH_RECOGNIZE",
+}
+
+
+# -- names and types ----------------------------------------------------------------------------
+def kind_of(e: Expr, schema: Schema) -> str:
+    """"int", "float", "char" or "bool": what kind of value ``e`` gives over ``schema``."""
+    if isinstance(e, Col):
+        c = schema.column(e.name)
+        return "char" if c.kind == "char" else "float" if c.kind == "float64" else "int"
+    if isinstance(e, Const):
+        v = e.value
+        return "bool" if isinstance(v, bool) else "char" if isinstance(v, str) else \
+            "float" if isinstance(v, float) else "int"
+    if isinstance(e, Arith):
+        kinds = {kind_of(e.left, schema), kind_of(e.right, schema)}
+        return "float" if e.op == "/" or "float" in kinds else "int"
+    return "bool"
+
+
+def _is_numeric(kind: str) -> bool:
+    return kind in ("int", "float")
+
+
+class _Scope:
+    """The tables of a FROM clause and the internal names of their columns."""
+
+    def __init__(self, refs: list[Ref]):
+        seen: dict[str, str] = {}
+        for r in refs:
+            low = r.alias.lower()
+            if low in seen:
+                raise MinidbError(
+                    f"table or alias {r.alias!r} appears twice in FROM; give each occurrence its own alias"
+                )
+            seen[low] = r.alias
+        self.refs = refs
+        self.qualified = len(refs) > 1
+        cols = []
+        for i, r in enumerate(refs):
+            for c in r.table.schema.columns:
+                cols.append(Column(self.internal(i, c.name), c.kind, c.width))
+        self.schema = Schema(cols) if cols else None
+
+    def internal(self, i: int, column: str) -> str:
+        return f"{self.refs[i].alias}.{column}" if self.qualified else column
+
+    def resolve(self, node: exp.Column) -> tuple[int, str]:
+        """(table index, column name as stored) for a column reference."""
+        name, qualifier = node.name, node.table
+        if _arg(node, "db") or _arg(node, "catalog"):
+            raise unsupported(f"qualified column name {node.sql()}")
+        if qualifier:
+            for i, r in enumerate(self.refs):
+                if r.alias.lower() == qualifier.lower():
+                    return i, r.table.schema.column(name, f"table {r.table.name!r}").name
+            aliases = ", ".join(r.alias for r in self.refs) or "none"
+            raise UnknownTableError(
+                f"{node.sql()}: no table or alias {qualifier!r} in FROM; the FROM clause names: {aliases}"
+            )
+        found = [(i, r.table.schema.column(name).name) for i, r in enumerate(self.refs)
+                 if r.table.schema.has_column(name)]
+        if not found:
+            where = "; ".join(f"{r.alias}: {', '.join(r.table.schema.names)}" for r in self.refs)
+            raise UnknownColumnError(f"no column {name!r} in the FROM tables ({where})")
+        if len(found) > 1:
+            tables = ", ".join(self.refs[i].alias for i, _ in found)
+            raise MinidbError(f"column {name!r} is ambiguous (it is in {tables}); qualify it, e.g. "
+                              f"{self.refs[found[0][0]].alias}.{name}")
+        return found[0]
+
+    def refs_of(self, node: exp.Expression) -> set[int]:
+        return {self.resolve(c)[0] for c in node.find_all(exp.Column)}
+
+
+class _ExprBuilder:
+    """Translate sqlglot expressions to ``Expr`` trees, checking types against ``schema``.
+
+    ``column`` maps a column reference to an ``Expr``; ``aggregate`` maps an aggregate call (or
+    is None where aggregates are not allowed, with ``where`` naming the clause).
+    """
+
+    def __init__(self, schema: Schema | None, column, aggregate=None, where: str = "WHERE"):
+        self.schema = schema
+        self.column = column
+        self.aggregate = aggregate
+        self.where = where
+
+    def kind(self, e: Expr) -> str:
+        return kind_of(e, self.schema)
+
+    def build(self, node: exp.Expression) -> Expr:
+        node = _unparen(node)
+        if isinstance(node, exp.Column):
+            if isinstance(node.this, exp.Star):
+                raise unsupported(f"{node.sql()} outside the SELECT list")
+            return self.column(node)
+        if isinstance(node, exp.Literal):
+            return Const(_literal(node))
+        if isinstance(node, exp.Boolean):
+            return Const(bool(node.this))
+        if isinstance(node, exp.Neg):
+            inner = self.build(node.this)
+            if isinstance(inner, Const) and not isinstance(inner.value, bool | str):
+                return Const(-inner.value)
+            self._numeric(inner, node, "-")
+            return Arith("-", Const(0), inner)
+        if type(node) in AGGREGATES:
+            if self.aggregate is None:
+                raise MinidbError(f"aggregate {node.sql()} is not allowed in {self.where}")
+            return self.aggregate(node)
+        if isinstance(node, exp.And | exp.Or):
+            parts = tuple(self._condition(self.build(p), p) for p in (node.this, node.expression))
+            cls = And if isinstance(node, exp.And) else Or
+            flat: list[Expr] = []
+            for p in parts:  # a AND b AND c arrives as a nested pair; flatten it
+                flat.extend(p.parts if isinstance(p, cls) else [p])
+            return cls(tuple(flat))
+        if isinstance(node, exp.Not):
+            return Not(self._condition(self.build(node.this), node.this))
+        compare = _COMPARE.get(type(node))
+        if compare is not None:
+            left, right = self.build(node.this), self.build(node.expression)
+            self._comparable(left, right, node)
+            return Compare(compare, left, right)
+        if isinstance(node, exp.Between):
+            value, low, high = self.build(node.this), self.build(node.args["low"]), self.build(node.args["high"])
+            self._comparable(value, low, node)
+            self._comparable(value, high, node)
+            return Between(value, low, high)
+        arith = _ARITH.get(type(node))
+        if arith is not None:
+            left, right = self.build(node.this), self.build(node.expression)
+            self._numeric(left, node, arith)
+            self._numeric(right, node, arith)
+            return TruncMod("%", left, right) if arith == "%" else Arith(arith, left, right)
+        raise unsupported(construct_name(node))
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _comparable(self, left: Expr, right: Expr, node: exp.Expression) -> None:
+        a, b = self.kind(left), self.kind(right)
+        if "bool" in (a, b):
+            raise SchemaError(f"cannot compare a condition in {node.sql()}")
+        if _is_numeric(a) != _is_numeric(b):
+            raise SchemaError(f"cannot compare text with a number in {node.sql()}; "
+                              "quote the number or compare with a text column")
+
+    def _numeric(self, e: Expr, node: exp.Expression, op: str) -> None:
+        k = self.kind(e)
+        if not _is_numeric(k):
+            what = "text" if k == "char" else "a condition"
+            raise SchemaError(f"cannot apply {op!r} to {what} in {node.sql()}")
+
+    def _condition(self, e: Expr, node: exp.Expression) -> Expr:
+        if self.kind(e) != "bool":
+            raise SchemaError(f"{node.sql()} is not a condition (a comparison, BETWEEN, AND, OR, NOT)")
+        return e
+
+    def condition(self, node: exp.Expression) -> Expr:
+        return self._condition(self.build(node), node)
+
+
+_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+
+
+def construct_name(node: exp.Expression) -> str:
+    """A readable name for an unsupported piece of SQL."""
+    table = [
+        ((exp.Subquery, exp.Select, exp.Exists), "subqueries"),
+        ((exp.In,), "IN lists"),
+        ((exp.Like, exp.ILike), "LIKE"),
+        ((exp.Case, exp.If), "CASE"),
+        ((exp.Null,), "NULL"),
+        ((exp.Is,), "IS [NOT] NULL"),
+        ((exp.Window,), "window functions"),
+        ((exp.Cast, exp.TryCast), "CAST"),
+        ((exp.Distinct,), "DISTINCT"),
+        ((exp.IntDiv,), "integer division, //"),
+        ((exp.Union, exp.Intersect, exp.Except), "UNION / INTERSECT / EXCEPT"),
+        ((exp.Placeholder, exp.Parameter), "parameters"),
+        ((exp.Tuple,), "row values, (a, b)"),
+        ((exp.Star,), "* outside the SELECT list or COUNT(*)"),
+        ((exp.DPipe,), "string concatenation, ||"),
+    ]
+    for classes, name in table:
+        if isinstance(node, classes):
+            return name
+    if isinstance(node, exp.Func):
+        name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
+        return f"function {name.upper()}; the only functions are MIN, MAX, SUM, COUNT, AVG"
+    return f"{type(node).__name__}: {node.sql()}"
+
+
+def _literal(node: exp.Literal) -> int | float | str:
+    if node.is_string:
+        return str(node.this)
+    text = str(node.this)
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise unsupported(f"literal {node.sql()}") from None
+    if not -(2**63) <= value < 2**63:
+        raise SchemaError(f"the number {text} does not fit in 64 bits")
+    return value
+
+
+# -- SELECT -------------------------------------------------------------------------------------
+def _table_ref(catalog: Catalog, node: exp.Expression) -> Ref:
+    node = _unparen(node)
+    if isinstance(node, exp.Subquery | exp.Select):
+        raise unsupported("subqueries")
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier):
+        raise unsupported(f"{type(node).__name__} in FROM: {node.sql()}")
+    _check_args(node, {"this", "alias"},
+                {"db": "schema-qualified table names", "catalog": "catalog-qualified table names",
+                 "sample": "TABLESAMPLE", "joins": "nested joins", "pivots": "PIVOT",
+                 "laterals": "LATERAL", "hints": "table hints"}, "FROM")
+    table = catalog.get(node.name)
+    alias = node.alias or table.name
+    alias_node = node.args.get("alias")
+    if alias_node is not None and alias_node.args.get("columns"):
+        raise unsupported("column aliases on a table, t(a, b)")
+    return Ref(alias, table)
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    node = _unparen(node)
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _unique_name(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate.lower() in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    taken.add(candidate.lower())
+    return candidate
+
+
+class _Select:
+    """Translation of one SELECT (also the source of INSERT ... SELECT and CREATE ... AS)."""
+
+    def __init__(self, catalog: Catalog, tree: exp.Select):
+        self.catalog = catalog
+        self.tree = tree
+
+    def build(self) -> SelectQuery:
+        tree = self.tree
+        _check_args(tree, {"expressions", "from", "joins", "where", "group", "order", "limit"},
+                    _SELECT_CLAUSES, "SELECT")
+        from_ = _arg(tree, "from")
+        if from_ is None:
+            raise unsupported("SELECT without FROM")
+        refs = [_table_ref(self.catalog, from_.this)]
+        on_terms: list[exp.Expression] = []
+        for join in tree.args.get("joins") or []:
+            on_terms += self._join(join)
+            refs.append(_table_ref(self.catalog, join.this))
+        scope = self.scope = _Scope(refs)
+        row = _ExprBuilder(scope.schema, self._row_column)
+
+        # WHERE and ON: push single-table conjuncts down, keep equi-joins as edges
+        edges: list[JoinEdge] = []
+        residual: list[Expr] = []
+        where = tree.args.get("where")
+        for term in _conjuncts(where.this if where is not None else None) + on_terms:
+            if any(type(n) in AGGREGATES for n in term.walk()):
+                raise MinidbError(f"aggregate in WHERE ({term.sql()}); minidb has no HAVING")
+            used = scope.refs_of(term)
+            if len(used) <= 1:
+                i = used.pop() if used else 0
+                base = _ExprBuilder(refs[i].table.schema,
+                                    lambda c: Col(scope.resolve(c)[1]))
+                refs[i].filters.append(base.condition(term))
+                continue
+            edge = self._edge(_unparen(term), row)
+            if edge is not None:
+                edges.append(edge)
+            else:
+                residual.append(row.condition(term))
+
+        # GROUP BY and aggregates
+        select_items = list(tree.expressions)
+        order_items = list(tree.args["order"].expressions) if tree.args.get("order") else []
+        group = tree.args.get("group")
+        if group is not None:
+            _check_args(group, {"expressions"}, {"rollup": "ROLLUP", "cube": "CUBE",
+                                                 "grouping_sets": "GROUPING SETS", "all": "GROUP BY ALL"},
+                        "GROUP BY")
+        has_agg = any(type(n) in AGGREGATES for item in select_items + order_items for n in item.walk())
+        self.aggregating = group is not None or has_agg
+        self.group_by: list[str] = []
+        self.aggregates: list[tuple[str, str, Expr | None]] = []
+        self._agg_names: dict[str, str] = {}
+        if group is not None:
+            for g in group.expressions:
+                self.group_by.append(self._group_column(g, select_items))
+        if self.aggregating:
+            cols = [scope.schema.column(g) for g in self.group_by]
+            self.agg_columns = list(cols)
+            self.out = _ExprBuilder(None, self._grouped_column, self._aggregate, "this place")
+            self.out.schema = self._agg_schema()
+            self.row_for_agg = row
+        else:
+            self.out = _ExprBuilder(scope.schema, self._row_column, None, "this place")
+
+        # SELECT list
+        outputs: list[tuple[str, Expr]] = []
+        taken: set[str] = set()
+        for item in select_items:
+            outputs += self._select_item(item, taken)
+        if self.aggregating:
+            self.out.schema = self._agg_schema()
+        visible = len(outputs)
+
+        # ORDER BY
+        order: list[tuple[str, bool]] = []
+        for i, o in enumerate(order_items):
+            _check_args(o, {"this", "desc", "nulls_first"}, {"with_fill": "WITH FILL"}, "ORDER BY")
+            name = self._order_key(o.this, outputs[:visible], select_items)
+            if name is None:
+                e = self.out.build(o.this)
+                if self.aggregating:
+                    self.out.schema = self._agg_schema()
+                if self.out.kind(e) == "bool":
+                    raise unsupported("ORDER BY a condition")
+                name = _unique_name(f"_order{i}", taken)
+                outputs.append((name, e))
+            order.append((name, not bool(o.args.get("desc"))))
+
+        # LIMIT
+        limit = None
+        if tree.args.get("limit") is not None:
+            lim = tree.args["limit"]
+            value = _unparen(lim.expression if lim.expression is not None else lim.this)
+            if not (isinstance(value, exp.Literal) and not value.is_string and str(value.this).isdigit()):
+                raise unsupported(f"LIMIT {value.sql()}; LIMIT takes a whole number")
+            limit = int(value.this)
+
+        needed: set[str] = set()
+        for term in residual:
+            needed |= term.columns()
+        for e in edges:
+            needed |= {e.left_col, e.right_col}
+        if self.aggregating:
+            needed |= set(self.group_by)
+            for _, _, arg in self.aggregates:
+                if arg is not None:
+                    needed |= arg.columns()
+        else:
+            for _, e in outputs:
+                needed |= e.columns()
+        return SelectQuery(refs, scope.qualified, scope.schema, edges, residual, self.aggregating,
+                           self.group_by, self.aggregates, outputs, visible, order, limit, needed)
+
+    # -- FROM ... JOIN ----------------------------------------------------------------------------
+    def _join(self, join: exp.Join) -> list[exp.Expression]:
+        side = (join.args.get("side") or "").upper()
+        kind = (join.args.get("kind") or "").upper()
+        method = (join.args.get("method") or "").upper()
+        if side:
+            raise unsupported(f"{side} OUTER JOIN; only inner equi-joins")
+        if kind in ("OUTER", "FULL", "SEMI", "ANTI", "ASOF", "POSITIONAL"):
+            raise unsupported(f"{kind} JOIN; only inner equi-joins")
+        if method:
+            raise unsupported(f"{method} JOIN")
+        if join.args.get("using"):
+            raise unsupported("JOIN ... USING; write ON a.x = b.x")
+        _check_args(join, {"this", "on", "side", "kind", "method"}, {}, "JOIN")
+        on = join.args.get("on")
+        return _conjuncts(on) if on is not None else []
+
+    def _edge(self, term: exp.Expression, row: _ExprBuilder) -> JoinEdge | None:
+        if not isinstance(term, exp.EQ):
+            return None
+        left, right = _unparen(term.this), _unparen(term.expression)
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            return None
+        (li, lc), (ri, rc) = self.scope.resolve(left), self.scope.resolve(right)
+        if li == ri:
+            return None
+        row.condition(term)  # type check
+        return JoinEdge(li, ri, self.scope.internal(li, lc), self.scope.internal(ri, rc))
+
+    # -- columns in the different clauses ----------------------------------------------------------
+    def _row_column(self, node: exp.Column) -> Expr:
+        i, col = self.scope.resolve(node)
+        return Col(self.scope.internal(i, col))
+
+    def _grouped_column(self, node: exp.Column) -> Expr:
+        i, col = self.scope.resolve(node)
+        name = self.scope.internal(i, col)
+        if name not in self.group_by:
+            raise MinidbError(
+                f"column {node.sql()} must appear in GROUP BY or inside an aggregate "
+                "(MIN, MAX, SUM, COUNT, AVG)"
+            )
+        return Col(name)
+
+    def _aggregate(self, node: exp.Expression) -> Expr:
+        func = AGGREGATES[type(node)]
+        arg_node = node.this
+        if isinstance(arg_node, exp.Distinct):
+            raise unsupported(f"{func}(DISTINCT ...)")
+        extra = {k: v for k, v in node.args.items() if k not in ("this", "big_int") and v not in (None, False, [])}
+        if extra:
+            raise unsupported(f"{func} with {', '.join(extra)}")
+        if isinstance(arg_node, exp.Star):
+            if func != "COUNT":
+                raise unsupported(f"{func}(*)")
+            arg = None
+        else:
+            if arg_node is None:
+                raise MinidbError(f"{func}() needs an argument")
+            if any(type(n) in AGGREGATES for n in arg_node.walk()):
+                raise MinidbError(f"nested aggregate in {node.sql()}")
+            arg = self.row_for_agg.build(arg_node)
+            kind = self.row_for_agg.kind(arg)
+            if kind == "bool":
+                raise SchemaError(f"cannot aggregate a condition in {node.sql()}")
+            if func in ("SUM", "AVG") and kind == "char":
+                raise SchemaError(f"cannot apply {func} to text in {node.sql()}")
+        key = f"{func}({arg})"
+        if key not in self._agg_names:
+            name = f"_agg{len(self.aggregates)}"
+            self._agg_names[key] = name
+            self.aggregates.append((name, func, arg))
+            self.agg_columns.append(self._agg_column(name, func, arg))
+            self.out.schema = Schema(self.agg_columns)
+        return Col(self._agg_names[key])
+
+    def _agg_column(self, name: str, func: str, arg: Expr | None) -> Column:
+        if func == "COUNT":
+            return int_column(name, "int64")
+        if func == "AVG":
+            return float_column(name)
+        base = arg.output_column(name, self.scope.schema)
+        if func == "SUM":
+            return float_column(name) if base.kind == "float64" else int_column(name, "int64")
+        return base
+
+    def _agg_schema(self) -> Schema:
+        return Schema(self.agg_columns) if self.agg_columns else Schema([int_column("_dummy")])
+
+    def _group_column(self, g: exp.Expression, select_items: list[exp.Expression]) -> str:
+        g = _unparen(g)
+        if isinstance(g, exp.Literal) and not g.is_string:
+            pos = int(str(g.this))
+            if not 1 <= pos <= len(select_items):
+                raise MinidbError(f"GROUP BY {pos}: the SELECT list has {len(select_items)} items")
+            g = _unparen(select_items[pos - 1])
+            g = g.this if isinstance(g, exp.Alias) else g
+        if not isinstance(g, exp.Column) or isinstance(g.this, exp.Star):
+            raise unsupported(f"GROUP BY an expression, {g.sql()}; group by columns")
+        i, col = self.scope.resolve(g)
+        name = self.scope.internal(i, col)
+        if name in self.group_by:
+            raise MinidbError(f"column {g.sql()} appears twice in GROUP BY")
+        return name
+
+    def _select_item(self, item: exp.Expression, taken: set[str]) -> list[tuple[str, Expr]]:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            if self.aggregating:
+                raise MinidbError("SELECT * cannot be combined with GROUP BY or aggregates; list the columns")
+            if isinstance(item, exp.Star):
+                if item.args.get("except") or item.args.get("replace") or item.args.get("rename"):
+                    raise unsupported("SELECT * EXCLUDE / REPLACE")
+                which = range(len(self.scope.refs))
+            else:
+                which = [i for i, r in enumerate(self.scope.refs) if r.alias.lower() == item.table.lower()]
+                if not which:
+                    raise UnknownTableError(f"{item.sql()}: no table or alias {item.table!r} in FROM")
+            out = []
+            for i in which:
+                for c in self.scope.refs[i].table.schema.columns:
+                    internal = self.scope.internal(i, c.name)
+                    name = c.name if c.name.lower() not in taken else internal
+                    out.append((_unique_name(name, taken), Col(internal)))
+            return out
+        if isinstance(item, exp.Alias):
+            name, node = item.alias, item.this
+        else:
+            node = item
+            name = item.name if isinstance(_unparen(item), exp.Column) else item.sql(dialect="duckdb")
+        e = self.out.build(node)
+        if self.aggregating:
+            self.out.schema = self._agg_schema()
+        if self.out.kind(e) == "bool":
+            raise unsupported(f"a condition in the SELECT list, {node.sql()}")
+        return [(_unique_name(name, taken), e)]
+
+    def _order_key(self, node: exp.Expression, outputs: list[tuple[str, Expr]],
+                   select_items: list[exp.Expression]) -> str | None:
+        node = _unparen(node)
+        if isinstance(node, exp.Literal) and not node.is_string:
+            pos = int(str(node.this)) if str(node.this).isdigit() else 0
+            if not 1 <= pos <= len(outputs):
+                raise MinidbError(f"ORDER BY {node.sql()}: the SELECT list has {len(outputs)} columns")
+            return outputs[pos - 1][0]
+        if isinstance(node, exp.Column) and not node.table:
+            for name, _ in outputs:
+                if name.lower() == node.name.lower():
+                    return name
+        text = node.sql(dialect="duckdb")
+        for item, (name, _) in zip(select_items, outputs, strict=False):
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if not isinstance(inner, exp.Star) and inner.sql(dialect="duckdb") == text:
+                return name
+        return None
+
+
+# -- INSERT / UPDATE / DELETE / CREATE TABLE AS -------------------------------------------------
+def _insert(catalog: Catalog, tree: exp.Insert) -> InsertStatement:
+    _check_args(tree, {"this", "expression", "is_function", "stored", "by_name", "exists",
+                       "partition", "settings", "default", "overwrite", "ignore", "source"},
+                {"returning": "RETURNING", "conflict": "ON CONFLICT", "where": "INSERT ... WHERE",
+                 "alternative": "INSERT OR ...", "with": "WITH, common table expressions"}, "INSERT")
+    for flag, name in (("overwrite", "INSERT OVERWRITE"), ("ignore", "INSERT IGNORE"),
+                       ("by_name", "INSERT BY NAME"), ("default", "DEFAULT VALUES")):
+        if tree.args.get(flag):
+            raise unsupported(name)
+    target = tree.this
+    columns_node = None
+    if isinstance(target, exp.Schema):
+        columns_node, target = target.expressions, target.this
+    ref = _table_ref(catalog, target)
+    table = ref.table
+    if columns_node is None:
+        columns = table.schema.names
+    else:
+        columns = [table.schema.column(c.name, f"table {table.name!r}").name for c in columns_node]
+        if sorted(c.lower() for c in columns) != sorted(n.lower() for n in table.schema.names):
+            raise SchemaError(
+                f"INSERT INTO {table.name} must give a value for every column, each once "
+                f"({', '.join(table.schema.names)}); minidb has no NULLs or defaults"
+            )
+    source = tree.expression
+    if isinstance(source, exp.Values):
+        return InsertStatement(table, _values(table, columns, source), None, columns)
+    if isinstance(source, exp.Select):
+        query = _Select(catalog, source).build()
+        if len(query.names) != len(columns):
+            raise SchemaError(
+                f"INSERT INTO {table.name}: the SELECT gives {len(query.names)} columns, "
+                f"the table needs {len(columns)}"
+            )
+        return InsertStatement(table, None, query, columns)
+    raise unsupported(construct_name(source))
+
+
+def _values(table: Table, columns: list[str], node: exp.Values) -> np.ndarray:
+    def no_columns(c: exp.Column) -> Expr:
+        raise MinidbError(f"VALUES may only hold constants, not the column {c.sql()}")
+
+    consts = _ExprBuilder(Schema([int_column("_dummy")]), no_columns, None, "VALUES")
+    rows = []
+    for tup in node.expressions:
+        items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+        if len(items) != len(columns):
+            raise SchemaError(
+                f"INSERT INTO {table.name}: a row of VALUES has {len(items)} values, "
+                f"the table needs {len(columns)}"
+            )
+        rows.append([consts.build(i) for i in items])
+    dummy = np.zeros(1, dtype=[("_dummy", "<i4")])
+    records = np.zeros(len(rows), dtype=table.schema.dtype)
+    for j, col in enumerate(columns):
+        exprs = [r[j] for r in rows]
+        kinds = {consts.kind(e) for e in exprs}
+        if "bool" in kinds:
+            raise SchemaError(f"INSERT INTO {table.name}: a value of {col!r} is a condition")
+        if "char" in kinds and len(kinds) > 1:
+            raise SchemaError(f"INSERT INTO {table.name}: column {col!r} mixes text and numbers")
+        values = [e.evaluate(dummy)[0] if not isinstance(e, Const) else e.value for e in exprs]
+        if "char" in kinds:
+            array = np.array([v.encode() if isinstance(v, str) else bytes(v) for v in values], dtype=object)
+        else:
+            array = np.array(values)
+        records[col] = coerce(array, table.schema.column(col), f"INSERT INTO {table.name}")
+    return records
+
+
+def coerce(values: np.ndarray, column: Column, what: str) -> np.ndarray:
+    """``values`` converted to ``column``'s layout, or a ``SchemaError`` saying why not."""
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if column.kind == "char":
+        if kind == "O":
+            values = np.array([v.encode() if isinstance(v, str) else v for v in values], dtype=object)
+            if not all(isinstance(v, bytes) for v in values):
+                raise SchemaError(f"{what}: column {column.name!r} stores text, got a number")
+            longest = max((len(v) for v in values), default=0)
+        elif kind in "SU":
+            if kind == "U":
+                values = np.char.encode(values, "utf-8")
+            longest = int(np.char.str_len(values).max()) if len(values) else 0
+        else:
+            raise SchemaError(f"{what}: column {column.name!r} stores text, got a number")
+        if longest > column.width:
+            raise SchemaError(f"{what}: a value of {column.name!r} is longer than its {column.width} bytes")
+        return values.astype(column.numpy_dtype)
+    if kind in "SUO":
+        raise SchemaError(f"{what}: column {column.name!r} stores {column.kind}, got text")
+    if kind == "b":
+        raise SchemaError(f"{what}: column {column.name!r} stores {column.kind}, got a condition")
+    if column.kind == "float64":
+        return values.astype(np.float64)
+    if kind == "f":
+        raise SchemaError(f"{what}: column {column.name!r} stores {column.kind}, not floats "
+                          "(minidb does not round; the value may come from / or AVG)")
+    info = np.iinfo(column.numpy_dtype)
+    if len(values) and (values.min() < info.min or values.max() > info.max):
+        raise SchemaError(f"{what}: a value of {column.name!r} does not fit in {column.kind}")
+    return values.astype(column.numpy_dtype)
+
+
+def _single_table(catalog: Catalog, tree: exp.Expression, what: str) -> tuple[Ref, _Scope]:
+    ref = _table_ref(catalog, tree.this)
+    scope = _Scope([ref])
+    where = tree.args.get("where")
+    builder = _ExprBuilder(ref.table.schema, lambda c: Col(scope.resolve(c)[1]), None, what)
+    for term in _conjuncts(where.this if where is not None else None):
+        ref.filters.append(builder.condition(term))
+    return ref, scope
+
+
+def _update(catalog: Catalog, tree: exp.Update) -> UpdateStatement:
+    _check_args(tree, {"this", "expressions", "where"},
+                {"from": "UPDATE ... FROM", "returning": "RETURNING", "order": "UPDATE ... ORDER BY",
+                 "limit": "UPDATE ... LIMIT", "with": "WITH, common table expressions"}, "UPDATE")
+    ref, scope = _single_table(catalog, tree, "UPDATE")
+    builder = _ExprBuilder(ref.table.schema, lambda c: Col(scope.resolve(c)[1]), None, "UPDATE")
+    assignments: list[tuple[str, Expr]] = []
+    for a in tree.expressions:
+        if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
+            raise unsupported(f"SET {a.sql()}")
+        col = ref.table.schema.column(scope.resolve(a.this)[1], f"table {ref.table.name!r}")
+        if any(c.lower() == col.name.lower() for c, _ in assignments):
+            raise MinidbError(f"UPDATE sets column {col.name!r} twice")
+        e = builder.build(a.expression)
+        k = builder.kind(e)
+        if k == "bool":
+            raise unsupported(f"assigning a condition, {a.sql()}")
+        if (k == "char") != (col.kind == "char"):
+            raise SchemaError(f"UPDATE {ref.table.name}: column {col.name!r} stores "
+                              f"{'text' if col.kind == 'char' else col.kind}, {a.expression.sql()} is "
+                              f"{'text' if k == 'char' else 'a number'}")
+        assignments.append((col.name, e))
+    return UpdateStatement(ref, assignments)
+
+
+def _delete(catalog: Catalog, tree: exp.Delete) -> DeleteStatement:
+    _check_args(tree, {"this", "where", "using", "cluster"},
+                {"returning": "RETURNING", "limit": "DELETE ... LIMIT", "order": "DELETE ... ORDER BY",
+                 "with": "WITH, common table expressions", "tables": "multi-table DELETE"}, "DELETE")
+    if tree.args.get("using"):
+        raise unsupported("DELETE ... USING")
+    ref, _ = _single_table(catalog, tree, "DELETE")
+    return DeleteStatement(ref)
+
+
+def _create(catalog: Catalog, tree: exp.Create) -> CreateTableAsStatement:
+    kind = str(tree.args.get("kind") or "").upper()
+    if kind != "TABLE":
+        hint = "; use Database.create_index" if kind == "INDEX" else ""
+        raise unsupported(f"CREATE {kind}{hint}")
+    source = tree.expression
+    if not isinstance(source, exp.Select):
+        raise unsupported("CREATE TABLE with a column list; load data with Database.create_table, "
+                          "or write CREATE TABLE t AS SELECT ...")
+    _check_args(tree, {"this", "kind", "expression", "replace", "refresh", "unique", "exists",
+                       "concurrently"},
+                {"properties": "table properties", "with": "WITH, common table expressions"},
+                "CREATE TABLE")
+    if tree.args.get("replace"):
+        raise unsupported("CREATE OR REPLACE")
+    if tree.args.get("exists"):
+        raise unsupported("CREATE TABLE IF NOT EXISTS")
+    target = tree.this
+    if not isinstance(target, exp.Table) or not isinstance(target.this, exp.Identifier):
+        raise unsupported(f"CREATE TABLE {target.sql()}")
+    name = target.name
+    if catalog.has(name):
+        raise MinidbError(f"table {name!r} already exists; CREATE TABLE ... AS makes a new table "
+                          "(drop the old one first, or use INSERT INTO ... SELECT)")
+    return CreateTableAsStatement(name, _Select(catalog, source).build())
+
+
+__all__ = [
+    "SelectQuery", "SelectStatement", "InsertStatement", "UpdateStatement", "DeleteStatement",
+    "CreateTableAsStatement", "Ref", "JoinEdge", "translate", "parse", "coerce", "kind_of",
+    "unsupported",
+]
