@@ -64,7 +64,7 @@ def main() -> None:
         print(f"loaded both relations into minidb in {time.perf_counter() - t0:.1f} s\n")
         for label, sql in queries.items():
             t_mini, res = best_of(args.repeat, lambda sql=sql: db.sql(sql).to_arrow())
-            t_duck, ref = best_of(args.repeat, lambda sql=sql: con.execute(sql).to_arrow_table())
+            t_duck, ref = best_of(args.repeat, lambda sql=sql: con.sql(sql).to_arrow_table())
             assert res.num_rows == ref.num_rows, (label, res.num_rows, ref.num_rows)
             rows.append((label, t_mini, t_duck))
 
@@ -82,7 +82,7 @@ def main() -> None:
     print()
     print(f"{'full scan, page size':<28}{'minidb s':>10}{'pages read':>12}")
     for page_size, t, counters in page_rows:
-        pages = counters.get("pages_read_seq", 0) + counters.get("pages_read_rand", 0)
+        pages = counters.get("pages_read_seq", 0) + counters.get("pages_read_random", 0)
         print(f"{page_size:<28}{t:>10.3f}{pages:>12,}")
     print(f"4 KB / 32 KB wall-time ratio: {page_rows[0][1] / page_rows[1][1]:.2f}")
 

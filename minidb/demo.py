@@ -64,7 +64,7 @@ def run_demo(rows: int = 100_000, page_size: int = 4096, buffer_pages: int = 102
         for label, sql, hint in demo_queries(rows):
             result = db.sql(sql, hint=hint)
             got = result.to_arrow()
-            expected = oracle.execute(sql).to_arrow_table()
+            expected = oracle.sql(sql).to_arrow_table()
             matches = _same_rows(got, expected)
             c = result.counters
             summary.append({

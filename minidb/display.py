@@ -21,7 +21,7 @@ def format_table(table: pa.Table, max_rows: int = 20) -> str:
 
 
 def _cell(value: object) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def _numeric(text: str) -> bool:
