@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import numpy as np
@@ -48,10 +47,7 @@ def test_bulk_load_million_keys_fanout_grows_with_page_size(tmp_path):
     shape = {}
     for page_size in (2048, 32768):
         disk, buf = make(tmp_path, page_size)
-        t0 = time.perf_counter()
         tree = BPlusTree.bulk_load(disk, buf, "big", keys, values)
-        elapsed = time.perf_counter() - t0
-        assert elapsed < 3.0, f"bulk load of {n} keys took {elapsed:.2f}s"
         assert tree.fanout == expected_fanout(page_size, 4)
         assert tree.leaf_capacity == expected_fanout(page_size, 4)
         leaves = -(-n // tree.leaf_capacity)
@@ -66,9 +62,7 @@ def test_bulk_load_million_keys_fanout_grows_with_page_size(tmp_path):
         tree.check()
         for k in (0, 1, 123_456, n - 1):
             np.testing.assert_array_equal(tree.lookup(k), values[keys == k])
-        t0 = time.perf_counter()
         got_k, got_v = scan_all(tree)
-        assert time.perf_counter() - t0 < 3.0
         np.testing.assert_array_equal(got_k, np.arange(n))
         np.testing.assert_array_equal(got_v, values[np.argsort(keys)])
         shape[page_size] = (tree.fanout, tree.height)

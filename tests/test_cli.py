@@ -1,0 +1,83 @@
+"""The ``minidb`` command: datagen, demo and sql, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from minidb import datagen
+from minidb.cli import main
+from minidb.demo import run_demo
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_datagen_writes_the_generator_output(runner, tmp_path):
+    out = tmp_path / "w.parquet"
+    result = runner.invoke(main, ["datagen", "wisconsin", "--rows", "500", "--seed", "3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    written = pq.read_table(out)
+    assert written.equals(datagen.wisconsin(500, seed=3))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["datagen", "nope", "--rows", "10"], "unknown generator"),
+        (["datagen", "wisconsin", "--rows", "0"], "at least 1"),
+        (["sql", "SELECT * FROM w HAVING 1", "-t", "w=PARQUET"], "HAVING"),
+        (["sql", "SELECT x FROM w", "-t", "w=PARQUET"], "no column 'x'"),
+        (["sql", "SELECT * FROM v", "-t", "w=PARQUET"], "v"),
+        (["sql", "SELECT * FROM w", "-t", "w=PARQUET", "--page-size", "1000"], "page size"),
+        (["sql", "SELECT * FROM w", "-t", "w"], "NAME=FILE.parquet"),
+        (["sql", "SELECT * FROM w", "-t", "w=/no/such/file.parquet"], "no such file"),
+        (["demo", "--policy", "nosuch", "--rows", "100"], "unknown buffer policy"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(runner, tmp_path, args, message):
+    parquet = tmp_path / "w.parquet"
+    datagen.write_parquet(datagen.wisconsin(200), parquet)
+    args = [a.replace("PARQUET", str(parquet)) for a in args]
+    if args[0] == "datagen":
+        args += ["--out", str(tmp_path / "out.parquet")]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 2, result.output
+    error_lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(error_lines) == 1 and error_lines[0].startswith("minidb: error:")
+    assert message in error_lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_sql_command_matches_duckdb(runner, tmp_path):
+    parquet = tmp_path / "w.parquet"
+    table = datagen.wisconsin(2000, seed=1)
+    datagen.write_parquet(table, parquet)
+    query = "SELECT unique1, unique2 FROM w WHERE unique2 BETWEEN 10 AND 14 ORDER BY unique2"
+    result = runner.invoke(main, ["sql", query, "-t", f"w={parquet}", "--index", "w.unique2", "--explain"])
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect()
+    con.register("w", table)
+    expected = con.sql(query).fetchall()
+    lines = result.output.splitlines()
+    printed = [tuple(int(v) for v in line.split()) for line in lines[2 : 2 + len(expected)]]
+    assert printed == expected
+    assert "non-clustered" in result.output  # --explain shows the index was used
+
+
+def test_demo_answers_match_duckdb():
+    lines: list[str] = []
+    summary = run_demo(rows=5000, buffer_pages=64, echo=lines.append)
+    assert len(summary) == 10
+    assert all(row["matches DuckDB"] == "yes" for row in summary)
+    by_query = {row["query"]: row for row in summary}
+    # Gamma, Section 5.1: the optimizer uses the non-clustered index for 1% and scans for 10%
+    assert "non-clustered" in by_query["1% selection, non-clustered index"]["access path"]
+    assert "file scan" in by_query["10% selection, non-clustered index"]["access path"]
+    clustered = by_query["1% selection, clustered index"]
+    scan = by_query["1% nonindexed selection"]
+    assert clustered["seq reads"] + clustered["rand reads"] < (scan["seq reads"] + scan["rand reads"]) / 10
