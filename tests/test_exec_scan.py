@@ -82,7 +82,8 @@ def test_heap_scan_reads_every_tuple_and_counts_pages(ctx, loaded):
     assert np.array_equal(out, records)
     assert scan.stats.tuples_in == scan.stats.tuples_out == len(records)
     assert scan.stats.extra["pages"] == heap.num_pages
-    assert scan.stats.batches_out > 1  # one batch per cluster
+    clusters = -(-heap.num_pages // heap.cluster_pages())
+    assert scan.stats.batches_out == clusters  # one batch per cluster of pages
 
 
 @pytest.mark.parametrize("sql,pred", PREDICATES, ids=[p[0] for p in PREDICATES])
@@ -186,3 +187,14 @@ def test_store_into_a_table_like_target():
     op.collect()
     assert op.stats.extra["stored"] == 2500
     assert [len(p) for p in sink.parts] == [1000, 1000, 500]
+
+
+def test_heap_scan_projection_keeps_only_the_asked_columns(ctx, loaded):
+    heap, records = loaded
+    names = SCHEMA.names
+    pick = [names[-1], names[0]]
+    scan = HeapScan(ctx, heap, columns=pick, predicate=None)
+    out = scan.collect()
+    assert out.dtype.names == tuple(pick)
+    for c in pick:
+        assert np.array_equal(out[c], records[c])

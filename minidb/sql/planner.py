@@ -295,11 +295,14 @@ def choose_access(table: Table, terms: list[Expr], hint: str | None) -> tuple[Ac
 
 
 def access_operator(ctx: ExecContext, table: Table, path: AccessPath,
-                    with_rids: bool = False) -> Operator:
-    """The leaf iterator that reads ``table`` along ``path`` (remaining terms as its predicate)."""
+                    with_rids: bool = False, columns: list[str] | None = None) -> Operator:
+    """The leaf iterator that reads ``table`` along ``path`` (remaining terms as its predicate).
+
+    ``columns``, when given, is a projection a file scan applies while it copies tuples out of
+    its pages (the index paths ignore it: they return whole tuples)."""
     pred = conjunction(path.rest)
     if path.method == "scan":
-        return HeapScan(ctx, table.heap, predicate=pred, with_rids=with_rids)
+        return HeapScan(ctx, table.heap, predicate=pred, with_rids=with_rids, columns=columns)
     from minidb.exec import index_scan  # the index iterators are only needed for index paths
 
     low, high = _int_bounds(table, path.column, path.low, path.high)
@@ -331,9 +334,10 @@ class Planner:
         return op
 
     def access(self, table: Table, terms: list[Expr], with_rids: bool = False,
-               alias: str | None = None) -> tuple[Operator, AccessPath, bool]:
+               alias: str | None = None,
+               columns: list[str] | None = None) -> tuple[Operator, AccessPath, bool]:
         path, followed = choose_access(table, terms, self.hints.access)
-        op = access_operator(self.ctx, table, path, with_rids)
+        op = access_operator(self.ctx, table, path, with_rids, columns)
         label = table.name if alias is None or alias == table.name else f"{table.name} AS {alias}"
         self.note(op, f"access path for {label}: {path.reason}")
         self.paths.append((label, path))
@@ -350,7 +354,8 @@ class Planner:
         """The iterator tree of a SELECT."""
         if len(q.refs) == 1:
             ref = q.refs[0]
-            op, path, followed = self.access(ref.table, ref.filters, alias=ref.alias)
+            op, path, followed = self.access(ref.table, ref.filters, alias=ref.alias,
+                                             columns=_pushed_projection(ref.table, q.needed))
             self.check_hint_followed([followed])
         else:
             op = self._joins(q)
@@ -445,6 +450,12 @@ class Planner:
         if residual:
             current = Filter(current, conjunction(residual))
         return current
+
+
+def _pushed_projection(table: Table, needed: set[str]) -> list[str] | None:
+    """The columns a single-table SELECT reads above its scan, when that is not all of them."""
+    columns = [c for c in table.schema.names if c in needed] or table.schema.names[:1]
+    return None if len(columns) == len(table.schema.names) else columns
 
 
 def estimate_rows(table: Table, terms: list[Expr]) -> float:

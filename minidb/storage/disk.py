@@ -130,11 +130,11 @@ class PagedFile:
         if first < 0 or first + n > self.num_pages:
             raise MinidbError(f"{self.name}: pages {first}..{first + n - 1} are past its end ({self.num_pages} pages)")
         size = self.page_size
-        with open(self.path, "rb") as fh:
-            data = os.pread(fh.fileno(), n * size, first * size)
-        if len(data) != n * size:
+        pages = np.empty((n, size), dtype=np.uint8)
+        with open(self.path, "rb") as fh:  # read straight into the array: no intermediate copy
+            got = os.preadv(fh.fileno(), [pages], first * size)
+        if got != n * size:
             raise MinidbError(f"{self.name}: file is shorter than its catalog says; reload the table")
-        pages = np.frombuffer(bytearray(data), dtype=np.uint8).reshape(n, size)
         pg.verify(pages, first, self.name)
         self.disk._count(self.file_id, first, n, write=False)
         return pages
