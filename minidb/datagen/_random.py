@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from minidb.hashing import mix64
+
 MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15  # the golden-ratio increment of SplitMix64
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 
 
 def mix64_int(x: int) -> int:
@@ -33,16 +33,6 @@ def mix64_int(x: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
     return z ^ (z >> 31)
-
-
-def _mix64(z: np.ndarray) -> np.ndarray:
-    """The same finalizer on a uint64 array (in place where possible; wraps modulo 2**64)."""
-    z ^= z >> np.uint64(30)
-    z *= _M1
-    z ^= z >> np.uint64(27)
-    z *= _M2
-    z ^= z >> np.uint64(31)
-    return z
 
 
 def stream_key(seed: int, stream: int) -> int:
@@ -55,7 +45,7 @@ def random_u64(seed: int, stream: int, counters: np.ndarray) -> np.ndarray:
     c = np.asarray(counters, dtype=np.uint64)
     z = c * np.uint64(GAMMA)  # wraps modulo 2**64
     z += np.uint64((stream_key(seed, stream) + GAMMA) & MASK64)
-    return _mix64(z)
+    return mix64(z)
 
 
 def rows(start: int, stop: int) -> np.ndarray:

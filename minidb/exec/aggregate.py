@@ -46,6 +46,7 @@ from minidb.exec.expr import Expr
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.sort import sort_order
 from minidb.exec.store import SpoolWriter
+from minidb.hashing import hash_columns
 from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import Column, Schema, float_column, int_column
 
@@ -54,42 +55,6 @@ MIN_PAGES = 3
 ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
 MAX_FANOUT = 32
 MAX_LEVELS = 12
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = 0x9E3779B97F4A7C15
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """The splitmix64 finalizer: spreads every input bit over the whole 64-bit word."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * _M1
-    h = h ^ (h >> np.uint64(27))
-    h = h * _M2
-    return h ^ (h >> np.uint64(31))
-
-
-def hash_columns(batch: np.ndarray, names: list[str], seed: int = 0) -> np.ndarray:
-    """A 64-bit hash of the values of ``names`` in each row (vectorized, seedable)."""
-    n = len(batch)
-    h = np.full(n, (_GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
-    for name in names:
-        col = batch[name]
-        if col.dtype.kind == "S":
-            width = col.dtype.itemsize
-            words = -(-width // 8)
-            raw = np.zeros((n, words * 8), dtype=np.uint8)
-            raw[:, :width] = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
-            for w in raw.view("<u8").T:
-                h = _mix(h ^ w)
-            continue
-        if col.dtype.kind == "f":
-            bits = (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 and 0.0 hash alike
-        else:
-            bits = col.astype(np.int64).view(np.uint64)
-        h = _mix(h ^ bits)
-    return h
-
 
 @dataclass(frozen=True)
 class _State:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from minidb.errors import MinidbError
+from minidb.hashing import hash_keys
 from minidb.storage.page import HEADER_SIZE
 
 VALUE_DTYPE = np.dtype("<i8")
@@ -244,44 +245,6 @@ def match_pairs(keys: np.ndarray, values: np.ndarray, bkeys: np.ndarray,
 
 
 # -- hashing ----------------------------------------------------------------------------------
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-def hash_keys(keys: np.ndarray) -> np.ndarray:
-    """A stable 64-bit hash of each key (no dependence on Python's hash randomization).
-
-    Integers are widened to int64 (so int32 and int64 columns hash alike); bytes go through
-    FNV-1a one byte column at a time; both then go through splitmix64 (add a constant, then
-    xor-shift and multiply twice) so that the low bits, which pick the bucket, depend on every
-    input bit. Everything is uint64 arithmetic in numpy, wrapping modulo 2**64.
-    """
-    keys = np.asarray(keys)
-    if keys.dtype.kind in "iub":
-        x = keys.astype(np.int64).view(np.uint64)
-    elif keys.dtype.kind == "f":
-        x = (keys.astype(np.float64) + 0.0).view(np.uint64)  # +0.0 folds -0.0 into 0.0
-    elif keys.dtype.kind == "S":
-        width = keys.dtype.itemsize
-        cols = np.ascontiguousarray(keys).view(np.uint8).reshape(len(keys), width)
-        x = np.full(len(keys), _FNV_OFFSET, dtype=np.uint64)
-        for j in range(width):
-            x ^= cols[:, j]
-            x *= _FNV_PRIME
-    else:
-        raise MinidbError(f"cannot hash keys of type {keys.dtype}")
-    x = x + _GOLDEN
-    x ^= x >> np.uint64(30)
-    x *= _MIX1
-    x ^= x >> np.uint64(27)
-    x *= _MIX2
-    x ^= x >> np.uint64(31)
-    return x
-
-
 def bucket_of(keys: np.ndarray, num_buckets: int) -> np.ndarray:
     return (hash_keys(keys) % np.uint64(num_buckets)).astype(np.int64)
 

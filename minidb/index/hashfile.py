@@ -21,7 +21,7 @@ index in one sequential pass, because nothing about an entry's position says wha
 
 Hashing is stable across processes (no Python ``hash``): integers are widened to int64, char(n)
 keys are folded with FNV-1a over their n bytes, and both are mixed by splitmix64's multiplicative
-finalizer (``_util.hash_keys``).
+finalizer (``minidb.hashing.hash_keys``).
 
 Simplified on purpose:
 

@@ -1,0 +1,82 @@
+"""Stable 64-bit hashing of numpy columns, shared by every part of minidb that hashes.
+
+Hash partitioning (Gamma's hashed declustering, spilled aggregate partitions), the Teradata
+hash-organized files and the counter-based random generator all need a hash that is the same in
+every process and every run, so Python's own ``hash`` (randomized per process) will not do.
+
+The building block is the finalizer of SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): xor-shift,
+multiply, xor-shift, multiply, xor-shift. It spreads every input bit over the whole 64-bit word,
+so the low bits that pick a bucket or a node depend on all of the key. All arithmetic is numpy
+``uint64`` and wraps modulo 2**64 on purpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minidb.errors import MinidbError
+
+GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio, SplitMix64's increment
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer on a uint64 array (a new array)."""
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M1
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def hash_keys(keys: np.ndarray) -> np.ndarray:
+    """A stable 64-bit hash of each key of one column.
+
+    Integers are widened to int64 (so int32 and int64 columns hash alike); floats hash their bits
+    (with -0.0 folded into 0.0); bytes go through FNV-1a one byte column at a time. The result
+    then goes through ``mix64``.
+    """
+    keys = np.asarray(keys)
+    if keys.dtype.kind in "iub":
+        x = keys.astype(np.int64).view(np.uint64)
+    elif keys.dtype.kind == "f":
+        x = (keys.astype(np.float64) + 0.0).view(np.uint64)
+    elif keys.dtype.kind == "S":
+        width = keys.dtype.itemsize
+        cols = np.ascontiguousarray(keys).view(np.uint8).reshape(len(keys), width)
+        x = np.full(len(keys), _FNV_OFFSET, dtype=np.uint64)
+        for j in range(width):
+            x ^= cols[:, j]
+            x *= _FNV_PRIME
+    else:
+        raise MinidbError(f"cannot hash keys of type {keys.dtype}")
+    return mix64(x + np.uint64(GOLDEN))
+
+
+def hash_columns(batch: np.ndarray, names: list[str], seed: int = 0) -> np.ndarray:
+    """A 64-bit hash of the values of ``names`` in each row (several columns, seedable).
+
+    Different seeds give unrelated hashes of the same rows, which is what re-partitioning a
+    partition that is still too big needs.
+    """
+    n = len(batch)
+    h = np.full(n, (GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    for name in names:
+        col = batch[name]
+        if col.dtype.kind == "S":
+            width = col.dtype.itemsize
+            words = -(-width // 8)
+            raw = np.zeros((n, words * 8), dtype=np.uint8)
+            raw[:, :width] = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
+            for w in raw.view("<u8").T:
+                h = mix64(h ^ w)
+            continue
+        if col.dtype.kind == "f":
+            bits = (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 and 0.0 hash alike
+        else:
+            bits = col.astype(np.int64).view(np.uint64)
+        h = mix64(h ^ bits)
+    return h
