@@ -176,7 +176,8 @@ class Arith(Expr):
         left, right = _operand(self.left, batch), _operand(self.right, batch)
         if self.op in ("+", "-", "*", "%"):
             left = np.asarray(left).astype(np.int64) if np.asarray(left).dtype.kind == "i" else left
-        result = _ARITH[self.op](left, right)
+        with np.errstate(divide="ignore", invalid="ignore"):  # x / 0 gives inf or nan, no warning
+            result = _ARITH[self.op](left, right)
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
 
     def columns(self) -> set[str]:

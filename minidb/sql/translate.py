@@ -56,19 +56,6 @@ def unsupported(construct: str) -> UnsupportedSQLError:
     return UnsupportedSQLError(f"unsupported SQL: {construct} ({SUBSET})")
 
 
-# -- expressions the translator adds ------------------------------------------------------------
-@dataclass(frozen=True)
-class TruncMod(Arith):
-    """``a % b`` with the sign of ``a`` (C, SQL and DuckDB semantics; numpy's ``%`` floors)."""
-
-    def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        left, right = self.left.evaluate(batch), self.right.evaluate(batch)
-        if np.asarray(left).dtype.kind == "i":
-            left = np.asarray(left).astype(np.int64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.fmod(left, right)
-
-
 # -- the logical statements --------------------------------------------------------------------
 @dataclass
 class Ref:
@@ -369,7 +356,7 @@ class _ExprBuilder:
             left, right = self.build(node.this), self.build(node.expression)
             self._numeric(left, node, arith)
             self._numeric(right, node, arith)
-            return TruncMod("%", left, right) if arith == "%" else Arith(arith, left, right)
+            return Arith(arith, left, right)
         raise unsupported(construct_name(node))
 
     # -- checks ---------------------------------------------------------------------------------
