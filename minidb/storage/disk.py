@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,8 @@ class Disk:
         self._owns_dir = data_dir is None
         self.path = Path(tempfile.mkdtemp(prefix="minidb-")) if data_dir is None else Path(data_dir)
         self.path.mkdir(parents=True, exist_ok=True)
+        # a temporary directory goes away with the Disk even if nobody calls close()
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.path, True) if self._owns_dir else None
         self.io = IOCounters()
         self._head = _Head()
         self._files: dict[int, PagedFile] = {}
@@ -90,8 +93,8 @@ class Disk:
 
     def close(self) -> None:
         """Remove the data directory if minidb made it (a temporary one)."""
-        if self._owns_dir:
-            shutil.rmtree(self.path, ignore_errors=True)
+        if self._cleanup is not None:
+            self._cleanup()
 
     # -- the meter ----------------------------------------------------------------------------
     def _count(self, file_id: int, first: int, n: int, write: bool) -> None:
