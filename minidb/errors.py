@@ -46,3 +46,11 @@ class CorruptPageError(MinidbError):
 
 class BufferPoolFullError(MinidbError):
     """Every frame of the buffer pool is pinned, so no page can be brought in."""
+
+
+class PartitioningError(MinidbError):
+    """A partitioning spec or partitioner is wrong; the message says what to change."""
+
+
+class FragmentCoverageError(PartitioningError):
+    """Predicate fragments left a tuple without a node (a gap) or gave it several (an overlap)."""

@@ -917,8 +917,25 @@ def _create(catalog: Catalog, tree: exp.Create) -> CreateTableAsStatement:
     return CreateTableAsStatement(name, _Select(catalog, source).build())
 
 
+def parse_predicate(text: str, schema: Schema) -> Expr:
+    """Translate one SQL condition over ``schema``, the text a WHERE clause would hold.
+
+    ``parse_predicate("dept = 'shoe'", EMP_SCHEMA)`` gives ``Compare("=", Col("dept"),
+    Const("shoe"))``; the same types are checked as for a WHERE clause. There is one relation,
+    so a qualifier (``E.dept``) is ignored. Used for predicate-defined fragments (Distributed
+    INGRES, Section 2).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise MinidbError("empty predicate; write a condition such as dept = 'shoe'")
+    tree = parse(text)
+    if isinstance(tree, exp.Query | exp.DDL | exp.DML | exp.Command):
+        raise MinidbError(f"{text!r} is a statement; write only a condition such as dept = 'shoe'")
+    builder = _ExprBuilder(schema, lambda c: Col(schema.column(c.name).name), None, "a predicate")
+    return builder.condition(tree)
+
+
 __all__ = [
     "SelectQuery", "SelectStatement", "InsertStatement", "UpdateStatement", "DeleteStatement",
     "CreateTableAsStatement", "Ref", "JoinEdge", "translate", "parse", "coerce", "kind_of",
-    "unsupported",
+    "unsupported", "parse_predicate",
 ]
