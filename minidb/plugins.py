@@ -61,4 +61,5 @@ def names(kind: str) -> list[str]:
 def _load_builtins() -> None:
     """Import the modules whose classes register themselves, so lookups see the built-ins."""
     import minidb.buffer  # noqa: F401  (registers the replacement policies)
+    import minidb.cost  # noqa: F401  (registers the hardware profiles)
     import minidb.parallel.partitioners  # noqa: F401  (registers the partitioners)
