@@ -1,0 +1,594 @@
+"""The coordinator: Gamma's scheduler and query manager over a set of minidb nodes.
+
+This rebuilds the control side of Gamma's query execution (DeWitt et al. 1988, Section 2,
+"Query Execution"). The host translates a query into operator trees; a scheduler starts the
+operators on the nodes, and for each operator on each node three control messages are
+exchanged: the scheduler's *start* message, the operator's *reply* identifying its process, and
+the *completion* message when it is done. Operators that must not overlap run in separate
+*phases*: a hash join first builds its tables from the inner relation everywhere, and only when
+that phase has ended on every node is the outer relation scanned to probe them. Relations a
+query stores (``CREATE TABLE ... AS SELECT``) are spread round-robin over the disk nodes,
+Gamma's default for query results (Section 2.2).
+
+The parallel subset: one-table SELECT (selection on every disk node, or only on the nodes
+``Partitioner.nodes_for_range`` names; each node chooses heap or index with the single-node
+planner), projections, scalar aggregates (partials per node, combined at the host), GROUP BY
+(partials sent by a hash of the group key to the aggregation nodes, which compute the final
+groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one parallel hash join,
+CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE. Anything else is an
+``UnsupportedSQLError`` naming it.
+
+Simplified, compared with Gamma: relations given as generator specs are generated at the host
+and routed like an Arrow source (the nodes do not generate their own slices); the result of
+``CREATE TABLE AS`` is gathered at the host and then dealt round-robin to the disk nodes,
+instead of being stored by the operators directly; the two sides of a join are hashed with the
+same function on the values, so join keys must have the same type; a join may have only one
+equality; the host is the coordinator's own process, not a node.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from minidb.catalog import Table, _stats_of
+from minidb.database import Database, _load_source
+from minidb.errors import MinidbError, UnsupportedSQLError
+from minidb.exec.aggregate import HashAggregate
+from minidb.exec.expr import Arith, Col, conjunction, key_range
+from minidb.exec.iterator import Operator
+from minidb.exec.project import Project
+from minidb.exec.scan import RID, ArrayScan
+from minidb.exec.sort import ExternalSort
+from minidb.parallel.partitioners import Hash, Partitioner, RoundRobin, parse_partitioning
+from minidb.sql.hints import parse_hints, split_hint_comment
+from minidb.sql.operators import Limit
+from minidb.sql.planner import selectivity
+from minidb.sql.translate import (
+    CreateTableAsStatement,
+    DeleteStatement,
+    InsertStatement,
+    SelectQuery,
+    SelectStatement,
+    UpdateStatement,
+    translate,
+)
+from minidb.storage.schema import Schema
+
+PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
+CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
+
+
+class ParallelResult:
+    """What a parallel statement gave back; the surface of ``minidb.Result`` plus the phases.
+
+    ``phases`` is a list with one dict per phase, ``{node_id: counters}``; ``per_node`` sums
+    them per node; ``counters`` is the flat total over nodes and phases (with the scheduler's
+    ``control_messages``). ``modeled_s`` is where the cost model plugs in: the time the
+    profile named by ``connect(profile=...)`` would have taken for these counters
+    (``minidb.cost.modeled_time``), or None when no profile is set.
+    """
+
+    def __init__(self, schema: Schema, records: np.ndarray, kind: str, rows: int, wall_s: float,
+                 phases: list[dict], phase_names: list[str], scheduler_messages: int,
+                 plan_text: str, statement: str, modeled_s: float | None = None):
+        self._schema, self._records = schema, records
+        self.kind, self.rows, self.wall_s, self.statement = kind, rows, wall_s, statement
+        self.phases, self.phase_names = phases, phase_names
+        self.scheduler_messages = scheduler_messages
+        self._plan_text = plan_text
+        self.modeled_s = modeled_s
+        self.per_node: dict[int, dict] = {}
+        for phase in phases:
+            for node, c in phase.items():
+                self.per_node[node] = _add(self.per_node.get(node, {}), c)
+        total: dict = {}
+        for c in self.per_node.values():
+            total = _add(total, c)
+        self.counters = _flatten(total)
+        self.counters["control_messages"] = self.counters.get("control_messages", 0) + scheduler_messages
+        self.counters["scheduler_messages"] = scheduler_messages
+        self.counters["phases"] = len(phases)
+
+    def to_arrow(self) -> pa.Table:
+        names = [n for n in self._schema.names if n != RID]
+        schema = self._schema.project(names) if len(names) != len(self._schema.names) else self._schema
+        records = self._records
+        if len(names) != len(self._schema.names):
+            records = np.empty(len(self._records), dtype=schema.dtype)
+            for n in names:
+                records[n] = self._records[n]
+        return schema.arrow_from_records(records)
+
+    def to_pylist(self) -> list[tuple]:
+        table = self.to_arrow()
+        return list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True)) \
+            if table.num_columns else []
+
+    def explain(self) -> str:
+        return self._plan_text
+
+    def __repr__(self) -> str:
+        return f"ParallelResult({self.kind}, rows={self.rows}, phases={len(self.phases)}, wall_s={self.wall_s:.4f})"
+
+
+def _add(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, dict):
+            out[k] = _add(out.get(k, {}), v)
+        else:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _flatten(c: dict) -> dict:
+    out = {}
+    for k, v in c.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                out[f"{k}.{kk}"] = vv
+        else:
+            out[k] = v
+    return out
+
+
+class ParallelDatabase:
+    """A shared-nothing minidb: ``num_nodes`` nodes (inline objects or Ray actors) and a host."""
+
+    def __init__(self, nodes: int = 2, backend: str = "inline", address: str | None = None,
+                 disk_nodes: int | None = None, diskless_nodes: int | None = None,
+                 page_size: int = 4096, buffer_pages: int = 1024, buffer_policy: str = "lru",
+                 memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
+                 timeout: float = 60.0, packet_bytes: int = 2048, profile: str | None = None,
+                 num_cpus: int | None = None):
+        if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
+            raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+        if disk_nodes is None:
+            disk_nodes = nodes - (diskless_nodes or 0)
+        if isinstance(disk_nodes, bool) or not isinstance(disk_nodes, int | np.integer) \
+                or not 1 <= disk_nodes <= nodes:
+            raise MinidbError(f"disk_nodes must be between 1 and nodes={nodes}, not {disk_nodes!r}")
+        if diskless_nodes is not None and disk_nodes + diskless_nodes != nodes:
+            raise MinidbError(f"disk_nodes ({disk_nodes}) + diskless_nodes ({diskless_nodes}) "
+                              f"must equal nodes ({nodes})")
+        if backend not in ("inline", "ray"):
+            raise MinidbError(f"backend must be 'inline' or 'ray', not {backend!r}")
+        self.num_nodes, self.disk = int(nodes), list(range(int(disk_nodes)))
+        self.diskless = list(range(int(disk_nodes), int(nodes)))
+        self.profile, self.page_size = profile, page_size
+        self.host = Database(page_size=page_size, buffer_pages=buffer_pages,
+                             buffer_policy=buffer_policy, memory_pages=memory_pages)
+        kwargs = [dict(node_id=i, num_nodes=self.num_nodes, has_disk=i in self.disk,
+                       page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
+                       memory_pages=memory_pages,
+                       data_dir=None if data_dir is None else str(data_dir), timeout=timeout,
+                       packet_bytes=packet_bytes) for i in range(self.num_nodes)]
+        if backend == "inline":
+            from minidb.cluster.backends import InlineBackend
+
+            self.backend = InlineBackend(self.num_nodes, kwargs, timeout)
+        else:
+            from minidb.cluster.backends import RayBackend
+
+            try:
+                self.backend = RayBackend(self.num_nodes, kwargs, timeout, address, num_cpus)
+            except BaseException:
+                self.host.close()
+                raise
+        self.schemes: dict[str, Partitioner] = {}
+        self._ids = itertools.count()
+        self._closed = False
+
+    # -- tables ---------------------------------------------------------------------------------
+    def create_table(self, name: str, source, partition="round_robin", organization: str = "heap",
+                     key: str | None = None, schema: Schema | pa.Schema | None = None) -> Table:
+        """Decluster a relation over the disk nodes with ``partition`` (a spec string, a dict of
+        predicates or a ``Partitioner``); the host routes the tuples and sends each disk node
+        its fragment, and the nodes load them in parallel."""
+        self._check_open()
+        data = _load_source(source)
+        shadow = self.host.create_table(name, data.slice(0, 0), schema=schema or _layout(data))
+        try:
+            records = shadow.schema.records_from_arrow(data, what=f"table {name!r}")
+            p = parse_partitioning(partition, shadow.schema, len(self.disk))
+            p.fit(records, len(self.disk))
+            parts = p.partition(records) if len(records) else [records] * len(self.disk)
+            self.backend.call_all("create_fragment", {
+                n: (name, shadow.schema, parts[i], organization, key) for i, n in enumerate(self.disk)
+            }, "load")
+        except BaseException:
+            self.host.drop_table(name)
+            self._drop_everywhere(name)
+            raise
+        shadow.stats = {c.name.lower(): _stats_of(records[c.name]) for c in shadow.schema.columns}
+        shadow._num_records = len(records)
+        self.schemes[name.lower()] = p
+        self._take_counters()
+        return shadow
+
+    def create_index(self, table: str, column: str, clustered: bool = False) -> None:
+        """Index every fragment of ``table`` on ``column`` (clustered: re-store it sorted)."""
+        self._check_open()
+        t = self.host.catalog.get(table)
+        t.schema.column(column, f"table {t.name!r}")
+        self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
+                              "create index")
+        self._take_counters()
+
+    def fragments(self, table: str) -> list[np.ndarray]:
+        """Each disk node's tuples of ``table`` (for checks: every fragment fits its scheme)."""
+        t = self.host.catalog.get(table)
+        return self.backend.call_all("fragment", {n: (t.name,) for n in self.disk})
+
+    def partitioner(self, table: str) -> Partitioner:
+        return self.schemes[self.host.catalog.get(table).name.lower()]
+
+    def tables(self) -> list[str]:
+        return self.host.tables()
+
+    def drop_table(self, name: str) -> None:
+        t = self.host.catalog.get(name)
+        self._drop_everywhere(t.name)
+        self.host.drop_table(t.name)
+        self.schemes.pop(t.name.lower(), None)
+
+    def _drop_everywhere(self, name: str) -> None:
+        self.backend.call_all("drop_table", {n: (name,) for n in self.disk}, "drop table")
+
+    # -- SQL ------------------------------------------------------------------------------------
+    def sql(self, text: str, hint: str | None = None) -> ParallelResult:
+        """Run one statement of the parallel subset (see the module docstring)."""
+        self._check_open()
+        if not isinstance(text, str):
+            raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
+        body, comment = split_hint_comment(text)
+        placement = None
+        specs = []
+        for h in (hint, comment):
+            words = [w for w in (h or "").replace(",", " ").split()]
+            placement = next((w.lower() for w in words if w.lower() in PLACEMENTS), placement)
+            specs.append(" ".join(w for w in words if w.lower() not in PLACEMENTS) or None)
+        hints = parse_hints(*specs)
+        statement = translate(body, self.host.catalog)
+        self._take_counters()
+        run = _Run(self, hints, next(self._ids))
+        run.placement = placement
+        start = time.perf_counter()
+        if isinstance(statement, SelectStatement):
+            schema, records = run.select(statement.query)
+            kind, rows = "select", len(records)
+        elif isinstance(statement, CreateTableAsStatement):
+            schema, records = run.select(statement.query)
+            rows = self._store_result(statement.name, schema, records, run)
+            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "create_table_as"
+        elif isinstance(statement, UpdateStatement):
+            rows = run.update(statement)
+            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "update"
+        elif isinstance(statement, DeleteStatement):
+            rows = run.delete(statement)
+            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "delete"
+        elif isinstance(statement, InsertStatement):
+            rows = run.insert(statement)
+            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "insert"
+        else:
+            raise UnsupportedSQLError(f"unsupported in parallel: {type(statement).__name__}")
+        wall = time.perf_counter() - start
+        return ParallelResult(schema, records, kind, rows, wall, run.phases, run.phase_names,
+                              run.scheduler_messages, run.explain(), text,
+                              self._modeled(run))
+
+    def _store_result(self, name: str, schema: Schema, records: np.ndarray, run: _Run) -> int:
+        columns = [c for c in schema.columns if c.name != RID]
+        layout = Schema(columns)
+        out = np.empty(len(records), dtype=layout.dtype)
+        for c in columns:
+            out[c.name] = records[c.name]
+        shadow = Table.create(self.host.disk, self.host.buffer, name, layout, out[:0])
+        self.host.catalog.add(shadow)
+        p = RoundRobin()
+        p.fit(None, len(self.disk))
+        parts = p.partition(out) if len(out) else [out] * len(self.disk)
+        run.phase("store result round-robin",
+                  [(n, "create_fragment", (name, layout, parts[i], "heap", None))
+                   for i, n in enumerate(self.disk)], operators=1)
+        shadow.stats = {c.name.lower(): _stats_of(out[c.name]) for c in columns}
+        shadow._num_records = len(out)
+        self.schemes[name.lower()] = p
+        return len(out)
+
+    def _modeled(self, run: _Run) -> float | None:
+        if self.profile is None:
+            return None
+        from dataclasses import fields
+
+        from minidb.cost.model import WorkCounters, modeled_time
+
+        names = {f.name for f in fields(WorkCounters)}
+        phases = [{n: WorkCounters(**{k: v for k, v in c.items() if k in names})
+                   for n, c in phase.items()} for phase in run.phases]
+        return modeled_time(phases, self.profile, self.page_size,
+                            coordinator_messages=run.scheduler_messages).total_s
+
+    def _take_counters(self) -> list[dict]:
+        return self.backend.call_all("take_counters", {n: () for n in range(self.num_nodes)})
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.backend.shutdown()
+        finally:
+            self.host.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MinidbError("this database is closed; call minidb.connect() again")
+
+    def __enter__(self) -> ParallelDatabase:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"ParallelDatabase({self.num_nodes} nodes, disk nodes {self.disk}, "
+                f"backend={self.backend.name})")
+
+
+def _layout(data: pa.Table) -> Schema:
+    return Schema.from_arrow(data.schema, data)
+
+
+def _count(rows: int) -> Schema:
+    from minidb.storage.schema import int_column
+
+    return Schema([int_column("count", "int64")])
+
+
+class _Run:
+    """One statement's phases: the fragments started, the counters and the scheduler messages."""
+
+    def __init__(self, pdb: ParallelDatabase, hints, qid: int):
+        self.pdb, self.hints, self.qid = pdb, hints, qid
+        self.placement: str | None = None
+        self.phases: list[dict] = []
+        self.phase_names: list[str] = []
+        self.scheduler_messages = 0
+        self._plan: list[str] = []
+        self._x = itertools.count()
+
+    def exchange(self, what: str) -> str:
+        return f"q{self.qid}.{what}{next(self._x)}"
+
+    def phase(self, name: str, calls: list[tuple[int, str, tuple]], operators: int | None = None,
+              texts: list[str] = ()) -> list:
+        """Start ``calls`` at once, wait for all of them, collect every node's counters."""
+        self._plan.append(f"phase {len(self.phases) + 1}: {name}")
+        self._plan += [f"  {t}" for t in texts]
+        out = self.pdb.backend.call_many(calls, name)
+        counters = self.pdb._take_counters()
+        self.phases.append({n: c for n, c in enumerate(counters) if _nonzero(c)})
+        self.phase_names.append(name)
+        started = sum(c["operators_started"] for c in counters) if operators is None \
+            else operators * len(calls)
+        self.scheduler_messages += CONTROL_MESSAGES_PER_OPERATOR * started
+        return out
+
+    def explain(self) -> str:
+        return "\n".join(self._plan)
+
+    def dry(self, spec: dict) -> Operator:
+        """The fragment's tree built over the host's empty copies of the tables (for schemas)."""
+        from minidb.cluster.node import build_tree
+
+        return build_tree(self.pdb.host, spec, None)
+
+    # -- SELECT -----------------------------------------------------------------------------------
+    def select(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        if len(q.refs) == 1:
+            return self._single(q)
+        if len(q.refs) == 2 and len(q.edges) == 1:
+            return self._join(q)
+        raise UnsupportedSQLError(
+            "unsupported in parallel: a join of more than two tables or on more than one equality "
+            "(minidb's parallel engine runs one hash join per query)")
+
+    def _targets(self, ref) -> list[int]:
+        p = self.pdb.schemes[ref.table.name.lower()]
+        disk = self.pdb.disk
+        if p.column is None:
+            return disk
+        found = key_range(conjunction(ref.filters), p.column) if ref.filters else None
+        if found is None:
+            return disk
+        low, high, _ = found
+        nodes = p.nodes_for_range(low, high)
+        return disk if nodes is None else [disk[i] for i in sorted(set(nodes))]
+
+    def _single(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        ref = q.refs[0]
+        targets = self._targets(ref)
+        source = {"kind": "scan", "table": ref.table.name, "filters": ref.filters}
+        where = f"nodes {targets}" + ("" if targets == self.pdb.disk else " (nodes_for_range)")
+        if not q.aggregating:
+            spec = {"id": self.exchange("sel"), "source": source, "hint": self.hints,
+                    "steps": [("project", q.outputs)], "sink": {"kind": "host"}}
+            schema = self.dry(spec).schema
+            parts = self.phase("select", [(n, "run", (spec,)) for n in targets],
+                               texts=[f"select {ref.table.name} on {where} -> host"])
+            return self._finish(q, schema, parts, projected=True)
+        partials, finals, averages = _split_aggregates(q.aggregates)
+        spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
+                "steps": [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
+        partial_schema = self.dry(spec).schema
+        if not q.group_by:  # scalar: partials to the host, which combines them
+            parts = self.phase("scalar aggregate", [(n, "run", (spec,)) for n in targets],
+                               texts=[f"partial aggregate of {ref.table.name} on {where} -> host"])
+            host = HashAggregate(self.pdb.host.ctx, ArrayScan(partial_schema, _cat(parts, partial_schema)),
+                                 [], finals, self.pdb.host.memory_pages)
+            return self._finish(q, host.schema, [host.collect()], averages=averages)
+        aggs = self.pdb.disk
+        x = self.exchange("groups")
+        p = Hash(*q.group_by)
+        p.fit(None, len(aggs))
+        spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
+                        "partitioner": p}
+        final = {"id": self.exchange("final"), "hint": self.hints,
+                 "source": {"kind": "receive", "exchange": x, "producers": targets,
+                            "schema": partial_schema},
+                 "steps": [("aggregate", q.group_by, finals)], "sink": {"kind": "host"}}
+        final_schema = self.dry(final).schema
+        calls = [(n, "run", (final,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
+        parts = self.phase("grouped aggregate", calls, texts=[
+            f"partial aggregate of {ref.table.name} on {where} -> {p.describe()} to nodes {aggs}",
+            f"final aggregate on nodes {aggs} -> host"])
+        return self._finish(q, final_schema, parts[:len(aggs)], averages=averages)
+
+    def _join(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        edge = q.edges[0]
+        est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
+        b = edge.left if est[edge.left] <= est[edge.right] else edge.right
+        pr = edge.right if b == edge.left else edge.left
+        bkey = edge.left_col if b == edge.left else edge.right_col
+        pkey = edge.right_col if b == edge.left else edge.left_col
+        placement = {"local": self.pdb.disk, "remote": self.pdb.diskless,
+                     "allnodes": list(range(self.pdb.num_nodes))}
+        where = self.placement or "local"
+        joiners = placement.get(where) or self.pdb.disk
+        scans, schemas = {}, {}
+        for side, key in ((b, bkey), (pr, pkey)):
+            ref = q.refs[side]
+            cols = [c.name for c in ref.table.schema.columns if f"{ref.alias}.{c.name}" in q.needed] \
+                or [ref.table.schema.columns[0].name]
+            p = Hash(key)
+            p.fit(None, len(joiners))
+            x = self.exchange("build" if side == b else "probe")
+            spec = {"id": self.exchange("scan"), "hint": self.hints,
+                    "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
+                    "steps": [("project", [(f"{ref.alias}.{c}", Col(c)) for c in cols])],
+                    "sink": {"kind": "split", "exchange": x, "mode": "partition",
+                             "consumers": joiners, "partitioner": p}}
+            scans[side] = (spec, self._targets(ref), x)
+            schemas[side] = self.dry(spec).schema
+        steps = []
+        if q.residual:
+            steps.append(("filter", conjunction(q.residual)))
+        if not q.aggregating:
+            steps.append(("project", q.outputs))
+        join = {"id": self.exchange("join"), "hint": self.hints, "steps": steps,
+                "sink": {"kind": "host"},
+                "source": {"kind": "join", "build_key": bkey, "probe_key": pkey,
+                           "build": {"kind": "receive", "exchange": scans[b][2],
+                                     "producers": scans[b][1], "schema": schemas[b]},
+                           "probe": {"kind": "receive", "exchange": scans[pr][2],
+                                     "producers": scans[pr][1], "schema": schemas[pr]}}}
+        join_schema = self.dry(join).schema
+        bspec, bnodes, _ = scans[b]
+        pspec, pnodes, _ = scans[pr]
+        self.phase("build", [(n, "start", (join,)) for n in joiners]
+                   + [(n, "run", (bspec,)) for n in bnodes], texts=[
+            f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
+            f"build hash tables on nodes {joiners}"])
+        parts = self.phase("probe", [(n, "drain", (join["id"],)) for n in joiners]
+                           + [(n, "run", (pspec,)) for n in pnodes], texts=[
+            f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}",
+            f"probe on nodes {joiners} -> host"])
+        rows = _cat(parts[:len(joiners)], join_schema)
+        if not q.aggregating:
+            return self._finish(q, join_schema, [rows], projected=True)
+        host = HashAggregate(self.pdb.host.ctx, ArrayScan(join_schema, rows), q.group_by,
+                             q.aggregates, self.pdb.host.memory_pages)
+        return self._finish(q, host.schema, [host.collect()])
+
+    def _finish(self, q: SelectQuery, schema: Schema, parts: list, projected: bool = False,
+                averages: list | None = None) -> tuple[Schema, np.ndarray]:
+        """The host's last steps: averages, the SELECT list, ORDER BY, hidden columns, LIMIT."""
+        op: Operator = ArrayScan(schema, _cat(parts, schema))
+        if averages:
+            keep = [(n, Col(n)) for n in schema.names]
+            op = Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
+        if not projected:
+            op = Project(op, q.outputs)
+        if q.order:
+            op = ExternalSort(self.pdb.host.ctx, op, q.order, self.pdb.host.memory_pages)
+        if q.visible < len(q.outputs):
+            op = Project(op, [(n, Col(n)) for n in q.names])
+        if q.limit is not None:
+            op = Limit(op, q.limit)
+        records = op.collect()
+        self._plan.append("host: " + " <- ".join(o.describe() for o in op.walk()))
+        return op.schema, records
+
+    # -- changes ----------------------------------------------------------------------------------
+    def update(self, st: UpdateStatement) -> int:
+        table = st.ref.table
+        p = self.pdb.schemes[table.name.lower()]
+        assigned = {c.lower() for c, _ in st.assignments}
+        moves = bool(set(c.lower() for c in p.columns) & assigned)
+        x = self.exchange("moved")
+        disk = self.pdb.disk
+        calls = [(n, "update", (table.name, st.ref.filters, dict(st.assignments), p,
+                                disk if moves else None, x, self.hints)) for n in disk]
+        if moves:
+            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": disk,
+                                        "schema": table.schema},
+                    "sink": {"kind": "hold", "key": x}}
+            calls = [(n, "run", (hold,)) for n in disk] + calls
+        out = self.phase("update", calls, texts=[f"update {table.name} on nodes {disk}"]
+                         + ([f"tuples whose {p.describe()} changes move to their new node"] if moves else []))
+        if moves:
+            self.phase("insert moved tuples", [(n, "insert_held", (x, table.name)) for n in disk])
+        return int(sum(out[-len(disk):]))
+
+    def delete(self, st: DeleteStatement) -> int:
+        disk = self.pdb.disk
+        out = self.phase("delete", [(n, "delete", (st.ref.table.name, st.ref.filters, self.hints))
+                                    for n in disk], texts=[f"delete from {st.ref.table.name} on {disk}"])
+        return int(sum(out))
+
+    def insert(self, st: InsertStatement) -> int:
+        if st.records is None:
+            raise UnsupportedSQLError("unsupported in parallel: INSERT ... SELECT (use CREATE TABLE AS)")
+        table = st.table
+        p = self.pdb.schemes[table.name.lower()]
+        parts = p.partition(st.records)
+        disk = self.pdb.disk
+        out = self.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
+                         texts=[f"insert into {table.name} by {p.describe()}"])
+        return int(sum(out))
+
+
+def _split_aggregates(aggregates):
+    """Partial aggregates for the nodes, final ones over the partials, and AVG's sum/count."""
+    partials, finals, averages = [], [], []
+    for name, func, arg in aggregates:
+        if func == "AVG":
+            s, c = f"{name}_sum", f"{name}_count"
+            partials += [(s, "SUM", arg), (c, "COUNT", arg)]
+            finals += [(s, "SUM", Col(s)), (c, "SUM", Col(c))]
+            averages.append((name, s, c))
+        else:
+            partials.append((name, func, arg))
+            finals.append((name, "SUM" if func == "COUNT" else func, Col(name)))
+    return partials, finals, averages
+
+
+def _cat(parts: list, schema: Schema) -> np.ndarray:
+    parts = [p for p in parts if p is not None and len(p)]
+    if not parts:
+        return np.empty(0, dtype=schema.dtype)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _nonzero(c: dict) -> bool:
+    return any(v for k, v in c.items() if not isinstance(v, dict)) or any(c.get("tuples", {}).values())
+
+
+__all__ = ["ParallelDatabase", "ParallelResult"]

@@ -1,0 +1,380 @@
+"""One site of the shared-nothing machine: its own disk, buffer pool, catalog and operators.
+
+This rebuilds a Gamma processor (DeWitt et al. 1988, Section 2): a node owns a disk holding its
+fragment of every declustered relation and runs the operator processes the scheduler starts on
+it. An operator's input is a local access path (file scan or index) or a stream of packets from
+other operators; its output goes through a split table to the operators of the next step, to the
+host, or into a local file.
+
+Simplified: an "operator process" is a thread of the node running one operator tree (a
+*fragment*: scan, project, partial aggregate ... up to its split table); a node with no disk
+(Gamma's diskless processors) is a node that simply holds no fragments. The operators of one
+node that run at once share its buffer pool without a lock; the plans the coordinator makes
+never run two disk-using fragments on one node at the same time (receivers work in memory).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from minidb.catalog import Table
+from minidb.database import Database
+from minidb.errors import MinidbError
+from minidb.exec.aggregate import HashAggregate
+from minidb.exec.filter import Filter
+from minidb.exec.iterator import Operator
+from minidb.exec.project import Project
+from minidb.exec.scan import RID, ArrayScan
+from minidb.parallel.exchange import ExchangeReceive, Inbox, SplitTable
+from minidb.sql.execute import new_records
+from minidb.sql.hints import Hints, parse_hints
+from minidb.sql.operators import Materialize
+from minidb.sql.planner import Planner
+from minidb.storage.schema import Schema
+
+#: minidb operator kind -> the kind the cost model prices (minidb.cost.model.OPERATOR_COST_FIELD)
+COST_KIND = {
+    "heap_scan": "heap_scan", "index_scan": "index_scan", "clustered_index_scan": "index_scan",
+    "hash_lookup": "index_scan", "dense_index_scan": "index_scan", "filter": "filter",
+    "project": "project", "hash_aggregate": "aggregate", "store": "store", "insert": "store",
+    "update": "store", "delete": "store", "array_scan": "copy", "materialize": "copy",
+}
+
+WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
+               "packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
+               "bytes_short_circuited", "packets_received", "control_messages", "buffer_calls",
+               "operators_started")
+EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "bytes_received",
+                "packets_delivered", "packets_to_host", "bytes_to_host", "messages_sent")
+
+
+def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 60.0) -> Operator:
+    """The operator tree of one fragment ``spec`` over the tables of ``db`` (its split table
+    excluded). The coordinator also calls this on empty copies of the tables to learn the
+    output schema of a fragment before any node runs it."""
+    op = _source(db, spec["source"], inbox, timeout, spec.get("hint"))
+    for step in spec.get("steps", []):
+        if step[0] == "project":
+            op = Project(op, step[1])
+        elif step[0] == "filter":
+            op = Filter(op, step[1])
+        elif step[0] == "aggregate":
+            op = HashAggregate(db.ctx, op, step[1], step[2], db.memory_pages)
+        else:
+            raise MinidbError(f"internal error: unknown fragment step {step[0]!r}")
+    return op
+
+
+def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint) -> Operator:
+    kind = src["kind"]
+    if kind == "scan":
+        hints = hint if isinstance(hint, Hints) else parse_hints(hint)
+        planner = Planner(db.ctx, db.memory_pages, hints)
+        op, _, _ = planner.access(db.catalog.get(src["table"]), src["filters"],
+                                  with_rids=src.get("with_rids", False))
+        return op
+    if kind == "receive":
+        return ExchangeReceive(inbox or Inbox(), src["exchange"], src["producers"], src["schema"],
+                               timeout)
+    if kind == "join":
+        from minidb.exec.join.hash_join import HashJoin
+
+        build = _source(db, src["build"], inbox, timeout, hint)
+        probe = _source(db, src["probe"], inbox, timeout, hint)
+        return HashJoin(db.ctx, build, probe, src["build_key"], src["probe_key"], db.memory_pages)
+    if kind == "array":
+        return ArrayScan(src["schema"], src["records"])
+    raise MinidbError(f"internal error: unknown fragment source {kind!r}")
+
+
+class Node:
+    """One minidb node (a Gamma site); the coordinator drives it through these methods.
+
+    Life cycle: the backend builds the node (its data directory and single-node engine, empty)
+    and then calls ``connect`` with the other nodes (objects inline, actor handles with Ray), so
+    its split tables can reach them. Loading: ``create_fragment`` stores this node's share of a
+    relation, ``create_index`` indexes it. Each query phase: the coordinator starts fragments
+    with ``run`` (or ``start`` then, in a later phase, ``drain`` for a hash join whose table is
+    built in one phase and probed in the next); while they run, other nodes' split tables call
+    ``receive`` concurrently; after the phase, ``take_counters`` hands over what the node did in
+    it and resets them. ``close`` removes the data directory's files.
+    """
+
+    def __init__(self, node_id: int, num_nodes: int, has_disk: bool = True, page_size: int = 4096,
+                 buffer_pages: int = 1024, buffer_policy: str = "lru",
+                 memory_pages: int | None = None, data_dir: str | None = None,
+                 timeout: float = 60.0, packet_bytes: int = 2048):
+        self.node_id, self.num_nodes, self.has_disk = node_id, num_nodes, has_disk
+        if data_dir is not None:
+            data_dir = os.path.join(data_dir, f"node{node_id}")
+            os.makedirs(data_dir, exist_ok=True)
+        self.db = Database(page_size=page_size, buffer_pages=buffer_pages,
+                           buffer_policy=buffer_policy, data_dir=data_dir,
+                           memory_pages=memory_pages)
+        self.timeout, self.packet_bytes = timeout, packet_bytes
+        self.inbox = Inbox()
+        self.peers: list[Any] = []
+        self._open: dict[str, tuple[Operator, dict]] = {}
+        self._held: dict[str, list[np.ndarray]] = {}
+        self._lock = threading.Lock()
+        self._work: dict[str, Any] = {}
+        self._io = self.db.disk.io.snapshot()
+        self._buf = self.db.buffer.counters.snapshot()
+        self._reset_work()
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def connect(self, peers: list[Any]) -> int:
+        self.peers = list(peers)
+        return self.node_id
+
+    def ping(self) -> dict:
+        where = None
+        try:
+            import ray
+
+            if ray.is_initialized():
+                where = ray.get_runtime_context().get_node_id()
+        except ImportError:
+            pass
+        return {"node_id": self.node_id, "pid": os.getpid(), "ray_node": where}
+
+    def _send(self, dest: int, exchange_id: str, producer: int, item, packets: int):
+        peer = self.peers[dest]
+        if isinstance(peer, Node):
+            peer.receive(exchange_id, producer, item, packets)
+            return None
+        return peer.receive.remote(exchange_id, producer, item, packets)
+
+    def _wait(self, handle) -> None:
+        import ray
+
+        try:
+            ray.get(handle, timeout=self.timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise MinidbError(f"node {self.node_id}: a consumer did not take a message within "
+                              f"{self.timeout:g} s") from None
+        except ray.exceptions.RayActorError as e:
+            raise MinidbError(f"node {self.node_id}: a consumer node died ({type(e).__name__})") from None
+
+    def receive(self, exchange_id: str, producer: int, item, packets: int) -> None:
+        """A message from node ``producer``'s split table (called by other nodes)."""
+        self.inbox.put(exchange_id, producer, item, self.timeout)
+        with self._lock:
+            if isinstance(item, tuple):  # end of stream, with the last packets' count
+                packets = item[2]
+            elif producer != self.node_id:
+                self._work["bytes_received"] += item.nbytes
+            if producer != self.node_id:
+                self._work["packets_received"] += packets
+            self._work["packets_delivered"] += packets
+
+    def _local(self, exchange_id: str, producer: int, item, packets: int) -> None:
+        self.receive(exchange_id, producer, item, packets)
+
+    # -- loading --------------------------------------------------------------------------------
+    def create_fragment(self, name: str, schema: Schema, records: np.ndarray,
+                        organization: str = "heap", key: str | None = None) -> int:
+        table = Table.create(self.db.disk, self.db.buffer, name, schema, records, organization, key)
+        self.db.catalog.add(table)
+        self.db.buffer.flush()
+        return len(records)
+
+    def create_index(self, table: str, column: str, clustered: bool = False) -> None:
+        self.db.create_index(table, column, clustered)
+
+    def drop_table(self, name: str) -> None:
+        if self.db.catalog.has(name):
+            self.db.drop_table(name)
+
+    def fragment(self, table: str) -> np.ndarray:
+        """Every tuple of this node's fragment of ``table`` (for checks and tests)."""
+        return self.db.catalog.get(table).read_all()
+
+    def fragment_size(self, table: str) -> int:
+        return self.db.catalog.get(table).num_records
+
+    # -- running fragments ----------------------------------------------------------------------
+    def run(self, spec: dict) -> np.ndarray | None:
+        """Build, run and finish one fragment; returns its tuples when it sends to the host."""
+        self.start(spec)
+        return self.drain(spec["id"])
+
+    def start(self, spec: dict) -> None:
+        """Build and open a fragment (a hash join reads its whole build input here)."""
+        root = build_tree(self.db, spec, self.inbox, self.timeout)
+        root.open()
+        self._open[spec["id"]] = (root, spec)
+
+    def drain(self, frag_id: str) -> np.ndarray | None:
+        """Run an opened fragment to its end into its sink."""
+        root, spec = self._open.pop(frag_id)
+        sink = spec["sink"]
+        out = None
+        try:
+            if sink["kind"] in ("split", "host"):
+                split = SplitTable(_Opened(root), self.node_id, sink.get("exchange", spec["id"]),
+                                   sink.get("mode", "host"), sink.get("consumers", []),
+                                   sink.get("partitioner"), self._send, self._wait, self._local,
+                                   self.packet_bytes)
+                split.run()
+                self._count_split(split)
+                if sink["kind"] == "host":
+                    out = _concat(split.host_batches, root.schema)
+            elif sink["kind"] == "store":
+                from minidb.exec.store import Store
+
+                store = Store(_Opened(root), self.db.catalog.get(sink["table"]))
+                store.collect()
+                self._count_tree(store, skip_root_children=True)
+                self.db.buffer.flush()
+            elif sink["kind"] == "hold":
+                self._held.setdefault(sink["key"], []).extend(_Opened(root))
+            else:
+                raise MinidbError(f"internal error: unknown sink {sink['kind']!r}")
+        finally:
+            root.close()
+        self._count_tree(root)
+        return out
+
+    def insert_held(self, key: str, table: str) -> int:
+        """Insert the tuples a ``hold`` sink kept (moved tuples of an UPDATE)."""
+        parts = self._held.pop(key, [])
+        records = _concat(parts, self.db.catalog.get(table).schema)
+        return self.insert(table, records)
+
+    def insert(self, table: str, records: np.ndarray) -> int:
+        if len(records):
+            self.db.catalog.get(table).insert(records)
+            self.db.buffer.flush()
+        with self._lock:
+            self._add_tuples("store", len(records))
+            self._work["operators_started"] += 1
+        return len(records)
+
+    def delete(self, table: str, filters: list, hint=None) -> int:
+        from minidb.exec.modify import Delete
+
+        spec = {"source": {"kind": "scan", "table": table, "filters": filters, "with_rids": True},
+                "hint": hint}
+        root = Delete(Materialize(build_tree(self.db, spec, None)), self.db.catalog.get(table))
+        count = int(root.collect()["count"].sum())
+        self.db.buffer.flush()
+        self._count_tree(root)
+        return count
+
+    def update(self, table: str, filters: list, assignments: dict, partitioner,
+               consumers: list[int] | None, exchange_id: str, hint=None) -> int:
+        """UPDATE this fragment; with ``moves``, a tuple whose new values belong to another node
+        (``consumers[partitioner.route(tuple)]``) is deleted here and sent there through exchange
+        ``exchange_id``; ``consumers`` is None when the update cannot move tuples."""
+        moves = consumers is not None
+        t = self.db.catalog.get(table)
+        spec = {"source": {"kind": "scan", "table": table, "filters": filters, "with_rids": True},
+                "hint": hint}
+        scan = Materialize(build_tree(self.db, spec, None))
+        found = scan.collect()
+        self._count_tree(scan)
+        rids, records = new_records(t, found, assignments)
+        stay = np.ones(len(records), dtype=bool)
+        if moves and len(records):
+            stay = np.asarray(consumers)[partitioner.route(records)] == self.node_id
+        if stay.any():
+            t.update(rids[stay], records[stay])
+        if (~stay).any():
+            t.delete(rids[~stay])
+        self.db.buffer.flush()
+        with self._lock:
+            self._add_tuples("store", len(records))
+        if moves:
+            split = SplitTable(ArrayScan(t.schema, records[~stay]), self.node_id, exchange_id,
+                               "partition", consumers, partitioner, self._send,
+                               self._wait, self._local, self.packet_bytes)
+            split.run()
+            self._count_split(split)
+        return len(records)
+
+    # -- counters -------------------------------------------------------------------------------
+    def _reset_work(self) -> None:
+        self._work = dict.fromkeys(WORK_FIELDS + EXTRA_FIELDS, 0)
+        self._work["tuples"] = {}
+        self._work["operators"] = {}
+
+    def _add_tuples(self, kind: str, n: int) -> None:
+        if n:
+            self._work["tuples"][kind] = self._work["tuples"].get(kind, 0) + int(n)
+
+    def _count_tree(self, root: Operator, skip_root_children: bool = False) -> None:
+        ops = [root] if skip_root_children else list(root.walk())
+        with self._lock:
+            for op in ops:
+                self._work["operators_started"] += 1
+                n = max(op.stats.tuples_in, op.stats.tuples_out)
+                self._work["operators"][op.kind] = self._work["operators"].get(op.kind, 0) + int(n)
+                if op.kind == "hash_join":
+                    self._add_tuples("hash_build", op.stats.extra.get("build_tuples", 0))
+                    self._add_tuples("hash_probe", op.stats.extra.get("probe_tuples", 0))
+                elif op.kind in COST_KIND:
+                    self._add_tuples(COST_KIND[op.kind], n)
+
+    def _count_split(self, split: SplitTable) -> None:
+        with self._lock:
+            self._work["operators_started"] += 1
+            c = split.counters
+            for key in ("packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
+                        "bytes_short_circuited", "packets_to_host", "bytes_to_host",
+                        "messages_sent", "control_messages"):
+                self._work[key] += c[key]
+            if split.mode != "host":
+                self._add_tuples("partition", c["tuples"])
+            else:
+                self._add_tuples("result", c["tuples"])
+
+    def take_counters(self) -> dict:
+        """What this node did since the last call (one phase), as a plain dict."""
+        io = self.db.disk.io.minus(self._io)
+        buf = self.db.buffer.counters.minus(self._buf)
+        self._io, self._buf = self.db.disk.io.snapshot(), self.db.buffer.counters.snapshot()
+        with self._lock:
+            work, _ = self._work, self._reset_work()
+        work.update(pages_read=io.reads, pages_read_seq=io.seq_reads,
+                    pages_read_random=io.rand_reads, pages_written=io.writes,
+                    pages_written_seq=io.seq_writes, pages_written_random=io.rand_writes,
+                    buffer_hits=buf.hits, buffer_misses=buf.misses,
+                    buffer_calls=buf.hits + buf.misses)
+        return work
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class _Opened(Operator):
+    """Wraps an already opened tree so a sink can iterate it without opening it again."""
+
+    kind = "opened"
+
+    def __init__(self, root: Operator):
+        super().__init__()
+        self.root, self.schema = root, root.schema
+
+    def _open(self) -> None:
+        pass
+
+    def _next(self):
+        return self.root.next()
+
+    def _close(self) -> None:
+        pass
+
+
+def _concat(parts: list[np.ndarray], schema: Schema) -> np.ndarray:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.empty(0, dtype=schema.dtype)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+__all__ = ["Node", "build_tree", "RID"]
