@@ -18,9 +18,8 @@ pages each. By default that is the buffer pool size minus ``RESERVED_PAGES`` (8)
 frames kept for the pages scans and index lookups fix while they run; never less than 3, the
 smallest budget a sort or an aggregate accepts.
 
-This issue builds a single node. ``connect`` already takes the arguments of the parallel engine
-(``nodes``, ``backend``) so programs need not change later, but anything other than one inline
-node is refused with a message until the parallel runtime lands.
+This module is one node. ``connect(nodes=N)`` with N > 1, or ``backend="ray"``, returns the
+shared-nothing engine of ``minidb.cluster`` instead, built from N such nodes.
 """
 
 from __future__ import annotations
@@ -248,15 +247,25 @@ class Database:
 
 def connect(nodes: int = 1, backend: str = "inline", page_size: int = 4096, buffer_pages: int = 1024,
             buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
-            memory_pages: int | None = None) -> Database:
-    """Open a minidb database (one inline node for now; see the module docstring)."""
+            memory_pages: int | None = None, **parallel: Any):
+    """Open a minidb database.
+
+    One inline node (the default) gives a single-node ``Database``. ``nodes > 1`` or
+    ``backend="ray"`` gives a shared-nothing ``minidb.cluster.ParallelDatabase`` whose nodes are
+    objects in this process (``backend="inline"``) or Ray actors (``backend="ray"``); it also
+    takes ``address``, ``disk_nodes``, ``diskless_nodes``, ``timeout``, ``packet_bytes``,
+    ``profile`` and ``num_cpus``; giving any of these makes even one node the parallel engine.
+    """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
-    if nodes != 1 or backend != "inline":
-        raise MinidbError(
-            f"connect(nodes={nodes}, backend={backend!r}): the parallel runtime is not built yet "
-            "(it comes in a later issue); use connect(nodes=1, backend='inline')"
-        )
+    if backend not in ("inline", "ray"):
+        raise MinidbError(f"backend must be 'inline' or 'ray', not {backend!r}")
+    if nodes > 1 or backend == "ray" or parallel:
+        from minidb.cluster.coordinator import ParallelDatabase
+
+        return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size,
+                                buffer_pages=buffer_pages, buffer_policy=buffer_policy,
+                                data_dir=data_dir, memory_pages=memory_pages, **parallel)
     return Database(page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                     data_dir=data_dir, memory_pages=memory_pages)
 

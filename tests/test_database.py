@@ -54,13 +54,15 @@ def test_connect_defaults_and_memory_budget():
         assert d.memory_pages == 3
 
 
-def test_connect_refuses_the_parallel_runtime_for_now():
-    with pytest.raises(MinidbError, match="parallel runtime is not built yet"):
-        minidb.connect(nodes=4)
-    with pytest.raises(MinidbError, match="parallel runtime is not built yet"):
-        minidb.connect(backend="ray")
+def test_connect_chooses_the_engine_and_rejects_bad_arguments():
+    with minidb.connect(nodes=2, backend="inline") as db:
+        assert isinstance(db, minidb.ParallelDatabase)
+    with minidb.connect() as db:
+        assert isinstance(db, minidb.Database)
     with pytest.raises(MinidbError):
         minidb.connect(nodes=0)
+    with pytest.raises(MinidbError, match="backend"):
+        minidb.connect(nodes=2, backend="carrier-pigeon")
     with pytest.raises(MinidbError, match="memory_pages"):
         minidb.connect(memory_pages=1)
 
