@@ -29,15 +29,30 @@ the number of distinct values, computed when the table is loaded. Later inserts 
 widen them (min/max grow; values outside the old range count as new distinct values; deletes are
 ignored), which is enough for the range-width selectivity estimate the planner makes.
 
-Simplifications: one node (partitioning across nodes comes with the parallel runtime); a table's
-statistics are never recomputed after load except by widening; no NULLs.
+Persistence. A database opened on a data directory keeps a small JSON catalog next to its page
+files (``catalog.json``, written by ``minidb.database``): per table its schema (column kinds and
+widths), organization and key, record count, statistics, and for every file its name and page
+count, plus what the B+ trees and hash files keep only in memory (root page, height, entry count,
+bucket count). ``Table.reopen`` builds the table again from such an entry: the files are opened
+(their page counts come from their sizes and must agree with the catalog), nothing is read until
+a statement needs it, and pages are checked against their checksums as they are read. A secondary
+index whose file is missing is rebuilt from the data, the one structure that can be derived
+again cheaply; a missing data file or tree is an error.
+
+Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
+table's statistics are never recomputed after load except by widening; no NULLs; the catalog is
+rewritten whole after each change (no log), so a change cut off half way is detected when the
+page counts disagree, not repaired.
 """
 
 from __future__ import annotations
 
-import itertools
+import json
+import os
 import re
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,13 +65,27 @@ from minidb.storage.schema import Schema
 
 ORGANIZATIONS = ("heap", "clustered", "hash")
 
-_file_ids = itertools.count()
+_file_ids_lock = threading.Lock()
+_next_file_id = 0
 
 
 def file_name(table: str, what: str) -> str:
     """A fresh, file-system safe name for one file of ``table`` (``what``: data, idx-col, ...)."""
+    global _next_file_id
     safe = re.sub(r"[^A-Za-z0-9_]+", "_", table.lower())[:40] or "t"
-    return f"{safe}-{what}-{next(_file_ids)}"
+    with _file_ids_lock:
+        number, _next_file_id = _next_file_id, _next_file_id + 1
+    return f"{safe}-{what}-{number}"
+
+
+def reserve_file_names(names) -> None:
+    """Make ``file_name`` number new files past every number used by ``names`` (files of a
+    reopened database), so a new file never takes the name of an existing one."""
+    global _next_file_id
+    numbers = [int(m.group(1)) for n in names if (m := re.search(r"-(\d+)(?:\.\w+)?$", n))]
+    if numbers:
+        with _file_ids_lock:
+            _next_file_id = max(_next_file_id, max(numbers) + 1)
 
 
 @dataclass
@@ -239,6 +268,54 @@ class Table:
             _drop_structure(self.disk, self.buffer, ix.index)
         self.indexes = {}
         _drop_storage(self.disk, self.buffer, self.storage)
+
+    # -- persistence --------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        """This table's catalog entry (see the module docstring); its pages must be on disk."""
+        return {
+            "name": self.name,
+            "organization": self.organization,
+            "key": self.key,
+            "schema": schema_to_json(self.schema),
+            "records": int(self._num_records),
+            "storage": _storage_to_json(self.storage),
+            "indexes": [{"column": ix.column, "kind": ix.kind, **_index_to_json(ix.index)}
+                        for ix in self.indexes.values()],
+            "stats": {k: stats_to_json(v) for k, v in self.stats.items()},
+        }
+
+    @classmethod
+    def reopen(cls, disk: Disk, buffer: BufferManager, entry: dict) -> Table:
+        """The table a catalog entry describes, over the files already in ``disk``'s directory."""
+        try:
+            name = entry["name"]
+            organization, key = entry["organization"], entry["key"]
+            schema = schema_from_json(entry["schema"])
+            storage = _storage_from_json(disk, buffer, name, schema, organization, key,
+                                         entry["storage"])
+            table = cls(name, schema, disk, buffer, organization, key, storage)
+            table._num_records = int(entry["records"])
+            table.stats = {k: stats_from_json(v) for k, v in entry["stats"].items()}
+            missing = []
+            for ix in entry["indexes"]:
+                if not (disk.path / f"{ix['file']}.pages").exists():
+                    missing.append(ix["column"])  # derived from the data: build it again below
+                    continue
+                index = _index_from_json(disk, buffer, name, ix)
+                table.indexes[ix["column"].lower()] = SecondaryIndex(ix["column"], ix["kind"], index)
+        except (KeyError, TypeError, ValueError) as e:
+            raise MinidbError(f"the catalog entry of table {entry.get('name', '?')!r} is damaged "
+                              f"({type(e).__name__}: {e})") from None
+        for column in missing:
+            table.create_index(column)
+        return table
+
+    def file_names(self) -> list[str]:
+        """The names of every page file of this table (data, trees, indexes)."""
+        files = _paged_files(self.storage)
+        for ix in self.indexes.values():
+            files += _paged_files(ix.index)
+        return [f.name for f in files]
 
     # -- shape --------------------------------------------------------------------------------
     @property
@@ -474,3 +551,169 @@ class Catalog:
 
     def __len__(self) -> int:
         return len(self._tables)
+
+
+# -- catalog files ------------------------------------------------------------------------------
+CATALOG_FILE = "catalog.json"  # a node's catalog, in its data directory
+CLUSTER_FILE = "cluster.json"  # a parallel database's coordinator catalog, in its directory
+CATALOG_VERSION = 1
+
+
+def write_json_atomically(path: Path, doc: dict) -> None:
+    """Replace ``path`` by ``doc`` all at once: write a temporary file, fsync it, rename it over
+    the old one (``os.replace`` is atomic), then fsync the directory so the rename lasts too.
+    A crash leaves the old catalog or the new one, never half of one."""
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    data = json.dumps(doc, indent=1, sort_keys=False).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # some systems cannot open a directory; the rename is still atomic
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def read_json(path: Path, what: str, format_name: str) -> dict | None:
+    """The catalog document at ``path`` (None when there is none), checked for its format."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MinidbError(f"{path} is not a readable {what} ({e}); the file is damaged") from None
+    if not isinstance(doc, dict) or doc.get("format") != format_name:
+        raise MinidbError(f"{path} is not a minidb {what}")
+    if doc.get("version") != CATALOG_VERSION:
+        raise MinidbError(f"{path} has catalog version {doc.get('version')!r}; this minidb reads "
+                          f"version {CATALOG_VERSION}")
+    return doc
+
+
+def schema_to_json(schema: Schema) -> list[dict]:
+    return [{"name": c.name, "kind": c.kind, "width": c.width} for c in schema.columns]
+
+
+def schema_from_json(columns: list[dict]) -> Schema:
+    from minidb.storage.schema import Column, char_column, float_column, int_column
+
+    out: list[Column] = []
+    for c in columns:
+        if c["kind"] == "char":
+            out.append(char_column(c["name"], int(c["width"])))
+        elif c["kind"] == "float64":
+            out.append(float_column(c["name"]))
+        else:
+            out.append(int_column(c["name"], c["kind"]))
+        if out[-1].width != int(c["width"]):
+            raise ValueError(f"column {c['name']!r}: width {c['width']} does not fit {c['kind']}")
+    return Schema(out)
+
+
+def _value_to_json(v: Any) -> Any:
+    """A statistic as JSON: numbers as they are, text (bytes) tagged and in hex."""
+    if isinstance(v, bytes | np.bytes_):
+        return {"bytes": bytes(v).hex()}
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _value_from_json(v: Any) -> Any:
+    return bytes.fromhex(v["bytes"]) if isinstance(v, dict) else v
+
+
+def stats_to_json(st: ColumnStats) -> dict:
+    return {"min": _value_to_json(st.min), "max": _value_to_json(st.max), "distinct": int(st.distinct)}
+
+
+def stats_from_json(d: dict) -> ColumnStats:
+    return ColumnStats(_value_from_json(d["min"]), _value_from_json(d["max"]), int(d["distinct"]))
+
+
+def _file_to_json(f) -> dict:
+    return {"file": f.name, "pages": int(f.num_pages)}
+
+
+def _open_file(disk: Disk, table: str, entry: dict):
+    f = disk.open(entry["file"])
+    if f.num_pages != int(entry["pages"]):
+        raise MinidbError(
+            f"table {table!r}: {entry['file']}.pages holds {f.num_pages} pages but the catalog "
+            f"recorded {entry['pages']}; a change was cut off before the catalog was written "
+            "(minidb keeps no log), so the table cannot be trusted: load it again in a new directory"
+        )
+    return f
+
+
+def _storage_to_json(storage: Any) -> dict:
+    heap = storage if isinstance(storage, HeapFile) else storage.heap
+    out = {**_file_to_json(heap.file), "heap_records": int(heap.num_records)}
+    tree = getattr(storage, "tree", None)
+    if tree is not None:
+        out["tree"] = _btree_to_json(tree)
+    if hasattr(storage, "num_buckets"):
+        out["buckets"] = int(storage.num_buckets)
+    return out
+
+
+def _storage_from_json(disk: Disk, buffer: BufferManager, table: str, schema: Schema,
+                       organization: str, key: str | None, entry: dict) -> Any:
+    if organization not in ORGANIZATIONS:
+        raise ValueError(f"unknown organization {organization!r}")
+    heap = HeapFile(_open_file(disk, table, entry), schema, buffer)
+    heap.num_records = int(entry["heap_records"])
+    if organization == "heap":
+        return heap
+    if organization == "clustered":
+        from minidb.index.clustered import ClusteredFile
+
+        return ClusteredFile(heap, _btree_from_json(disk, buffer, table, entry["tree"]), key)
+    from minidb.index.hashfile import HashFile
+
+    return HashFile(heap, key, int(entry["buckets"]))
+
+
+def _btree_to_json(tree: Any) -> dict:
+    return {**_file_to_json(tree.file), "key_dtype": tree.key_dtype.str, "root": int(tree.root),
+            "height": int(tree.height), "entries": int(tree.num_entries)}
+
+
+def _btree_from_json(disk: Disk, buffer: BufferManager, table: str, entry: dict) -> Any:
+    from minidb.index.btree import BPlusTree
+
+    return BPlusTree(disk, buffer, _open_file(disk, table, entry), np.dtype(entry["key_dtype"]),
+                     int(entry["root"]), int(entry["height"]), int(entry["entries"]))
+
+
+def _index_to_json(index: Any) -> dict:
+    if hasattr(index, "num_buckets"):  # DenseHashIndex
+        return {**_file_to_json(index.file), "key_dtype": index.key_dtype.str,
+                "buckets": int(index.num_buckets), "entries": int(index.num_entries)}
+    return _btree_to_json(index)
+
+
+def _index_from_json(disk: Disk, buffer: BufferManager, table: str, entry: dict) -> Any:
+    if entry["kind"] == "dense_hash":
+        from minidb.index.hashfile import DenseHashIndex
+
+        return DenseHashIndex(disk, buffer, _open_file(disk, table, entry),
+                              np.dtype(entry["key_dtype"]), int(entry["buckets"]),
+                              int(entry["entries"]))
+    if entry["kind"] != "btree":
+        raise ValueError(f"unknown index kind {entry['kind']!r}")
+    return _btree_from_json(disk, buffer, table, entry)

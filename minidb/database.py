@@ -18,6 +18,20 @@ pages each. By default that is the buffer pool size minus ``RESERVED_PAGES`` (8)
 frames kept for the pages scans and index lookups fix while they run; never less than 3, the
 smallest budget a sort or an aggregate accepts.
 
+Data directories. With ``data_dir=None`` the pages live in a temporary directory that ``close()``
+removes. A directory the user names is *kept*: after every statement that changes a table or the
+catalog (CREATE / DROP / INSERT / UPDATE / DELETE / CREATE TABLE AS, ``create_index``) the dirty
+pages are written and fsynced, then the catalog (``catalog.json``, see ``minidb.catalog``) is
+replaced atomically. ``connect(data_dir=D)`` on a directory that holds a catalog opens that
+database again: tables, indexes and statistics as they were after the last such statement.
+Page files that no catalog entry names (temporary files of a query cut off by a crash) are
+removed when the directory is reopened.
+
+Simplified: no log and no recovery. A statement is made durable by forcing its pages and then
+the catalog at its end; a crash in the middle of a change can leave a table whose files disagree
+with the catalog, which reopening reports instead of repairing. One process at a time may open a
+directory (there is no lock file).
+
 This module is one node. ``connect(nodes=N)`` with N > 1, or ``backend="ray"``, returns the
 shared-nothing engine of ``minidb.cluster`` instead, built from N such nodes.
 """
@@ -26,6 +40,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,19 +50,30 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from minidb.buffer.manager import BufferManager
-from minidb.catalog import Catalog, Table
+from minidb.catalog import (
+    CATALOG_FILE,
+    CATALOG_VERSION,
+    CLUSTER_FILE,
+    Catalog,
+    Table,
+    read_json,
+    reserve_file_names,
+    write_json_atomically,
+)
 from minidb.errors import MinidbError
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.scan import RID
 from minidb.sql.execute import run
 from minidb.sql.hints import parse_hints, split_hint_comment
 from minidb.sql.planner import Planner, explain_tree
-from minidb.sql.translate import translate
+from minidb.sql.translate import SelectStatement, translate
 from minidb.storage.disk import Disk
 from minidb.storage.schema import Schema
 
 RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
+DEFAULT_PAGE_SIZE = 4096
+CATALOG_FORMAT = "minidb-catalog"
 
 
 class Result:
@@ -100,8 +126,17 @@ class Result:
 class Database:
     """One minidb node: disk, buffer pool, catalog and the SQL front end."""
 
-    def __init__(self, page_size: int = 4096, buffer_pages: int = 1024, buffer_policy: str = "lru",
+    def __init__(self, page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  data_dir: str | os.PathLike | None = None, memory_pages: int | None = None):
+        stored = None
+        if data_dir is not None:
+            if (Path(data_dir) / CLUSTER_FILE).exists():
+                raise MinidbError(
+                    f"{data_dir} holds a parallel database; open it with "
+                    "minidb.connect(nodes=N, backend=..., data_dir=...) and its number of nodes"
+                )
+            stored = read_json(Path(data_dir) / CATALOG_FILE, "catalog", CATALOG_FORMAT)
+        page_size = _page_size(page_size, stored, data_dir)
         self.disk = Disk(data_dir, page_size)
         try:
             self.buffer = BufferManager(self.disk, buffer_pages, policy=buffer_policy)
@@ -119,6 +154,16 @@ class Database:
         self.memory_pages = int(memory_pages)
         self.catalog = Catalog()
         self._closed = False
+        self.persistent = data_dir is not None  # a user's directory: keep a catalog in it
+        self._save_lock = threading.Lock()
+        try:
+            if stored is not None:
+                self._reopen(stored)
+            elif self.persistent:
+                self.checkpoint()  # mark the directory as a minidb database from the start
+        except BaseException:
+            self.disk.close()
+            raise
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source: Any, organization: str = "heap", key: str | None = None,
@@ -150,7 +195,7 @@ class Database:
         records = layout.records_from_arrow(data, what=f"table {name!r}")
         table = Table.create(self.disk, self.buffer, name, layout, records, organization, key)
         self.catalog.add(table)
-        self.buffer.flush()
+        self.checkpoint()
         return table
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
@@ -173,7 +218,7 @@ class Database:
             t.reorganize("clustered", col)
         else:
             t.create_index(col)
-        self.buffer.flush()
+        self.checkpoint()
 
     def table(self, name: str) -> Table:
         self._check_open()
@@ -186,6 +231,7 @@ class Database:
         self._check_open()
         table = self.catalog.remove(name)
         table.drop()
+        self.checkpoint()
 
     def clear_buffer_pool(self) -> None:
         """Write back every dirty page and empty the pool, so the next statement starts cold."""
@@ -209,6 +255,8 @@ class Database:
         buf_before = self.buffer.counters.snapshot()
         start = time.perf_counter()
         outcome = run(self, statement, planner)
+        if not isinstance(statement, SelectStatement):
+            self.checkpoint()  # the change is on disk, then in the catalog
         wall = time.perf_counter() - start
         counters = _counters(self.disk.io.minus(io_before), self.buffer.counters.minus(buf_before),
                              outcome.plan)
@@ -217,10 +265,60 @@ class Database:
         return Result(outcome.schema, outcome.records, outcome.plan, counters, wall, outcome.rows,
                       outcome.kind, planner.notes, text, paths)
 
+    # -- persistence ----------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Write every dirty page back; in a user's data directory also fsync the files written
+        and then replace the catalog atomically, so the database reopens as it is now."""
+        self.buffer.flush()
+        if not self.persistent:
+            return
+        with self._save_lock:
+            self.disk.sync()
+            doc = {"format": CATALOG_FORMAT, "version": CATALOG_VERSION,
+                   "page_size": self.disk.page_size,
+                   "tables": [t.to_json() for t in self.catalog]}
+            write_json_atomically(self.disk.path / CATALOG_FILE, doc)
+
+    def _reopen(self, doc: dict) -> None:
+        """Rebuild the catalog from ``doc``; remove page files no table names."""
+        tables = doc.get("tables")
+        if not isinstance(tables, list):
+            raise MinidbError(f"{self.disk.path / CATALOG_FILE} lists no tables; the file is damaged")
+        keep: set[str] = set()
+        for entry in tables:
+            if not isinstance(entry, dict):
+                raise MinidbError(f"{self.disk.path / CATALOG_FILE}: a table entry is damaged")
+            for name in _files_named(entry):  # before anything is rebuilt under a new name
+                keep.add(name)
+        reserve_file_names(keep)
+        rebuilt = False
+        for entry in tables:
+            rebuilt |= any(not (self.disk.path / f"{ix.get('file')}.pages").exists()
+                           for ix in entry.get("indexes") or [])
+            table = Table.reopen(self.disk, self.buffer, entry)
+            self.catalog.add(table)
+            keep.update(table.file_names())
+        for name in self.disk.page_files():
+            if name not in keep:  # temporary files of a query a crash cut off, or leftovers
+                (self.disk.path / f"{name}.pages").unlink(missing_ok=True)
+        for tmp in self.disk.path.glob(f"{CATALOG_FILE}.tmp-*"):
+            tmp.unlink(missing_ok=True)
+        if rebuilt:
+            self.checkpoint()
+
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Drop every table's files and, if minidb made the data directory, remove it."""
+        """Close the database. In a user's data directory the tables stay on disk (saved as by
+        ``checkpoint``) for ``connect(data_dir=...)`` to reopen; a temporary directory is removed
+        with everything in it."""
         if self._closed:
+            return
+        self._closed = True
+        if self.persistent:
+            try:
+                self.checkpoint()
+            finally:
+                self.disk.close()
             return
         for t in list(self.catalog):
             try:
@@ -228,7 +326,6 @@ class Database:
             except MinidbError:
                 pass
         self.disk.close()
-        self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:
@@ -245,7 +342,7 @@ class Database:
                 f"buffer_pages={self.buffer.num_frames}, memory_pages={self.memory_pages})")
 
 
-def connect(nodes: int = 1, backend: str = "inline", page_size: int = 4096, buffer_pages: int = 1024,
+def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
             buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
             memory_pages: int | None = None, **parallel: Any):
     """Open a minidb database.
@@ -255,6 +352,10 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int = 4096, buff
     objects in this process (``backend="inline"``) or Ray actors (``backend="ray"``); it also
     takes ``address``, ``disk_nodes``, ``diskless_nodes``, ``timeout``, ``packet_bytes``,
     ``profile`` and ``num_cpus``; giving any of these makes even one node the parallel engine.
+
+    ``data_dir``: where the page files go (a temporary directory when None). A directory that
+    already holds a minidb database is opened again, with every table it had; ``page_size``
+    defaults to the stored one then (4096 bytes for a new database).
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
@@ -268,6 +369,32 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int = 4096, buff
                                 data_dir=data_dir, memory_pages=memory_pages, **parallel)
     return Database(page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                     data_dir=data_dir, memory_pages=memory_pages)
+
+
+def _page_size(page_size: int | None, stored: dict | None, where) -> int:
+    """The page size to use: the stored one when reopening (a different explicit one is an
+    error), else the one asked for, else the default."""
+    if stored is None:
+        return DEFAULT_PAGE_SIZE if page_size is None else page_size
+    saved = stored.get("page_size")
+    if not isinstance(saved, int):
+        raise MinidbError(f"the catalog in {where} has no page size; the file is damaged")
+    if page_size is not None and page_size != saved:
+        raise MinidbError(f"{where} holds a database with {saved}-byte pages, not {page_size}; "
+                          f"leave page_size out (or give {saved}) to open it")
+    return saved
+
+
+def _files_named(entry: Any) -> list[str]:
+    """Every ``"file"`` value anywhere in a catalog entry."""
+    if isinstance(entry, dict):
+        out = [entry["file"]] if isinstance(entry.get("file"), str) else []
+        for v in entry.values():
+            out += _files_named(v)
+        return out
+    if isinstance(entry, list):
+        return [name for v in entry for name in _files_named(v)]
+    return []
 
 
 def _load_source(source: Any) -> pa.Table:

@@ -4,9 +4,13 @@ Both give the coordinator the same three calls: ``call_all(method, args_per_node
 method on several nodes at once and returns their answers in order, ``call(node_id, method,
 *args)`` runs one, ``shutdown()`` ends them. Calls of one ``call_all`` run concurrently (threads
 inline, actor calls with Ray), so the producers and consumers of a phase work at the same time,
-as Gamma's operator processes do. A node that dies, or a call that takes longer than
+as Gamma's operator processes do. A node that dies, or a phase that takes longer than
 ``timeout`` seconds, becomes a one-line ``MinidbError`` naming the node and the phase: the
-driver never hangs.
+driver never hangs. The answers of a phase are awaited together against one deadline (not one
+timeout per node), and the first failure ends the wait; when several nodes fail at once (a dead
+node makes its partners fail too), the dead node is the one reported. ``shutdown`` waits at
+most a few seconds for the nodes to close, then kills the actors: a dead or stuck node cannot
+make it hang either.
 
 Ray actors are threaded (``max_concurrency``), so a node can accept ``receive`` calls from other
 nodes' split tables while one of its own operators runs. With no address a local Ray instance is
@@ -18,12 +22,20 @@ Ray nodes), a soft node affinity (plain SPREAD did not separate zero-CPU actors 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 
 from minidb.cluster.node import Node
 from minidb.errors import MinidbError
 from minidb.parallel.exchange import WINDOW
+
+#: seconds ``shutdown`` gives the nodes to close before their actors are killed
+CLOSE_WAIT_S = 5.0
+#: seconds the nodes get to start (actors, and their data directories reopened)
+START_TIMEOUT_S = 60.0
+#: after a first failure, seconds to wait for the other answers of the phase, to find a dead node
+GRACE_S = 1.0
 
 
 class InlineBackend:
@@ -45,14 +57,16 @@ class InlineBackend:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
         futures = [(i, method, self._pool.submit(getattr(self.nodes[i], method), *args))
                    for i, method, args in calls]
-        out = []
+        _, pending = wait_futures([f for _, _, f in futures], timeout=self.timeout,
+                                  return_when=FIRST_EXCEPTION)
+        for _, _, f in futures:  # the first failure, in node order, is raised as it is
+            if f.done() and f.exception() is not None:
+                raise f.exception()
         for i, method, f in futures:
-            try:
-                out.append(f.result(timeout=self.timeout))
-            except FutureTimeout:
+            if f in pending:
                 raise MinidbError(f"node {i} did not finish {method} within {self.timeout:g} s "
-                                  f"(phase {phase or method})") from None
-        return out
+                                  f"(phase {phase or method})")
+        return [f.result() for _, _, f in futures]
 
     def call(self, node_id: int, method: str, *args, phase: str = ""):
         return self.call_all(method, {node_id: args}, phase)[0]
@@ -96,45 +110,109 @@ class RayBackend:
                 else [{"scheduling_strategy": "SPREAD"}] * num_nodes
         self.actors = [actor.options(**options, **placements[i]).remote(**kw)
                        for i, kw in enumerate(node_kwargs)]
-        self.call_all("connect", {i: (self.actors,) for i in range(num_nodes)}, "start nodes")
+        try:  # starting actors (and reopening their directories) may take longer than a phase
+            self.call_many([(i, "connect", (self.actors,)) for i in range(num_nodes)],
+                           "start nodes", timeout=max(timeout, START_TIMEOUT_S))
+        except BaseException:
+            self.shutdown()  # the actors that did start must not outlive the failure
+            raise
 
     def call_all(self, method: str, args_per_node: dict[int, tuple], phase: str = "") -> list:
         return self.call_many([(i, method, args) for i, args in args_per_node.items()], phase)
 
-    def call_many(self, calls: list[tuple[int, str, tuple]], phase: str = "") -> list:
+    def call_many(self, calls: list[tuple[int, str, tuple]], phase: str = "",
+                  timeout: float | None = None) -> list:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
         ray = self.ray
-        refs = [(i, method, getattr(self.actors[i], method).remote(*args)) for i, method, args in calls]
-        out = []
-        for i, method, ref in refs:
+        phase = phase or (calls[0][1] if calls else "")
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        refs = []
+        for i, method, args in calls:
             try:
-                out.append(ray.get(ref, timeout=self.timeout))
-            except ray.exceptions.GetTimeoutError:
-                raise MinidbError(f"node {i} did not finish {method} within {self.timeout:g} s "
-                                  f"(phase {phase or method})") from None
+                refs.append(getattr(self.actors[i], method).remote(*args))
             except ray.exceptions.RayActorError:
-                raise MinidbError(f"node {i} is dead: its actor failed during {method} "
-                                  f"(phase {phase or method})") from None
-            except ray.exceptions.RayTaskError as e:
-                cause = getattr(e, "cause", None)
-                if isinstance(cause, MinidbError):
-                    raise type(cause)(f"node {i}: {cause}") from None
-                raise MinidbError(f"node {i} failed in {method} (phase {phase or method}): "
-                                  f"{str(e).splitlines()[0]}") from None
-        return out
+                raise self._dead(i, method, phase) from None
+        who = {ref: n for n, ref in enumerate(refs)}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1,
+                                      timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                i, method, _ = calls[who[pending[0]]]
+                raise MinidbError(f"node {i} did not finish {method} within {timeout:g} s "
+                                  f"(phase {phase})")
+            failed = self._failure(ready[0], calls[who[ready[0]]], phase)
+            if failed is not None:
+                # a dead node makes its partners fail as well: report the dead one if there is
+                others, _ = ray.wait(pending, num_returns=len(pending), timeout=GRACE_S) \
+                    if pending else ([], [])
+                for ref in others:
+                    other = self._failure(ref, calls[who[ref]], phase)
+                    if other is not None and other.dead and not failed.dead:
+                        failed = other
+                raise failed.error
+        return [ray.get(ref) for ref in refs]
+
+    def _failure(self, ref, call: tuple, phase: str) -> _Failure | None:
+        """What went wrong with a finished call (None: nothing), as a one-line error."""
+        ray, (i, method, _) = self.ray, call
+        try:
+            ray.get(ref, timeout=0)
+            return None
+        except ray.exceptions.RayActorError as e:
+            if getattr(e, "actor_init_failed", False):  # the node could not open: say why
+                last = str(e).strip().splitlines()[-1]
+                why = last.split(": ", 1)[-1] if "Error: " in last else last
+                return _Failure(MinidbError(f"node {i} could not start (phase {phase}): {why}"),
+                                True)
+            return _Failure(self._dead(i, method, phase), True)
+        except ray.exceptions.RayTaskError as e:
+            cause = getattr(e, "cause", None)
+            if isinstance(cause, MinidbError):
+                try:
+                    return _Failure(type(cause)(f"node {i} (phase {phase}): {cause}"), False)
+                except TypeError:  # an error class with another signature: keep its message
+                    pass
+            lines = str(cause if cause is not None else e).strip().splitlines() or [type(e).__name__]
+            return _Failure(MinidbError(f"node {i} failed in {method} (phase {phase}): "
+                                        f"{lines[-1] if cause is None else lines[0]}"), False)
+
+    @staticmethod
+    def _dead(i: int, method: str, phase: str) -> MinidbError:
+        return MinidbError(f"node {i} is dead: its actor died during {method} (phase {phase}); "
+                           "close the database and connect again to reopen its data directory")
 
     def call(self, node_id: int, method: str, *args, phase: str = ""):
         return self.call_all(method, {node_id: args}, phase)[0]
 
     def shutdown(self) -> None:
+        """Ask every node to close (at most ``CLOSE_WAIT_S`` in all), then kill the actors."""
+        refs = []
         for a in self.actors:
             try:
-                self.ray.get(a.close.remote(), timeout=5)
+                refs.append(a.close.remote())
             except Exception:  # a dead node has nothing left to close
                 pass
-            self.ray.kill(a)
+        if refs:
+            try:
+                self.ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT_S)
+            except Exception:
+                pass
+        for a in self.actors:
+            try:
+                self.ray.kill(a, no_restart=True)
+            except Exception:
+                pass
         if self.started_ray:
             self.ray.shutdown()
+
+
+class _Failure:
+    """A failed call: its one-line error, and whether the node itself died."""
+
+    def __init__(self, error: MinidbError, dead: bool):
+        self.error, self.dead = error, dead
 
 
 __all__ = ["InlineBackend", "RayBackend"]

@@ -24,19 +24,50 @@ and routed like an Arrow source (the nodes do not generate their own slices); th
 instead of being stored by the operators directly; the two sides of a join are hashed with the
 same function on the values, so join keys must have the same type; a join may have only one
 equality; the host is the coordinator's own process, not a node.
+
+Persistence. ``connect(nodes=N, data_dir=D)`` gives node i the directory D/node-i (its pages and
+its own catalog, see ``minidb.database``) and keeps the coordinator's catalog in D/cluster.json:
+the number of nodes, which are disk nodes, the page size, and per table its schema, tuple count,
+statistics and partitioning (the partitioner's kind, columns and what it learned: boundaries,
+the next node of round-robin). It is rewritten atomically after each statement that changes a
+table, once the nodes have saved their own catalogs. Opening D again starts the nodes on their
+directories and rebuilds the host's copies of the tables from the catalog; the node count must
+be the same. The coordinator's catalog decides which tables exist: a fragment no entry names
+(a load or CREATE TABLE AS cut off before the catalog was written) is dropped, and a table
+whose fragment is missing on a node is an error naming both. Simplified: the nodes and the
+coordinator save one after the other, with no two-phase commit, so a crash between them is
+resolved by that rule, not by recovery; a user's own partitioner class is saved with pickle and
+must be importable when the database is reopened; with Ray on several machines, node i's files
+are wherever its actor runs, so D must be a path that every machine shares (or the placement
+must be the same when reopening).
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
+import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from minidb.catalog import Table, _stats_of
-from minidb.database import Database, _load_source
+from minidb.catalog import (
+    CATALOG_FILE,
+    CATALOG_VERSION,
+    CLUSTER_FILE,
+    Table,
+    _stats_of,
+    read_json,
+    schema_from_json,
+    schema_to_json,
+    stats_from_json,
+    stats_to_json,
+    write_json_atomically,
+)
+from minidb.database import DEFAULT_PAGE_SIZE, Database, _load_source
 from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import HashAggregate
 from minidb.exec.expr import Arith, Col, conjunction, key_range
@@ -44,7 +75,15 @@ from minidb.exec.iterator import Operator
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
 from minidb.exec.sort import ExternalSort
-from minidb.parallel.partitioners import Hash, Partitioner, RoundRobin, parse_partitioning
+from minidb.parallel.partitioners import (
+    Hash,
+    Partitioner,
+    PredicateFragments,
+    Range,
+    RangeUniform,
+    RoundRobin,
+    parse_partitioning,
+)
 from minidb.sql.hints import parse_hints, split_hint_comment
 from minidb.sql.operators import Limit
 from minidb.sql.planner import selectivity
@@ -59,6 +98,7 @@ from minidb.sql.translate import (
 )
 from minidb.storage.schema import Schema
 
+CLUSTER_FORMAT = "minidb-cluster"
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
 CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
 
@@ -142,12 +182,19 @@ class ParallelDatabase:
 
     def __init__(self, nodes: int = 2, backend: str = "inline", address: str | None = None,
                  disk_nodes: int | None = None, diskless_nodes: int | None = None,
-                 page_size: int = 4096, buffer_pages: int = 1024, buffer_policy: str = "lru",
+                 page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
                  timeout: float = 60.0, packet_bytes: int = 2048, profile: str | None = None,
                  num_cpus: int | None = None):
         if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
             raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+        self.data_dir = None if data_dir is None else Path(data_dir)
+        stored = None if self.data_dir is None else self._stored_catalog(int(nodes))
+        if stored is not None:
+            disk_nodes, page_size = _stored_roles(stored, self.data_dir, disk_nodes,
+                                                  diskless_nodes, page_size)
+            diskless_nodes = None
+        page_size = DEFAULT_PAGE_SIZE if page_size is None else page_size
         if disk_nodes is None:
             disk_nodes = nodes - (diskless_nodes or 0)
         if isinstance(disk_nodes, bool) or not isinstance(disk_nodes, int | np.integer) \
@@ -183,6 +230,12 @@ class ParallelDatabase:
         self.schemes: dict[str, Partitioner] = {}
         self._ids = itertools.count()
         self._closed = False
+        if self.data_dir is not None:
+            try:
+                self._reopen(stored)
+            except BaseException:
+                self.close()
+                raise
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source, partition="round_robin", organization: str = "heap",
@@ -196,6 +249,8 @@ class ParallelDatabase:
         try:
             records = shadow.schema.records_from_arrow(data, what=f"table {name!r}")
             p = parse_partitioning(partition, shadow.schema, len(self.disk))
+            if self.data_dir is not None:
+                partitioner_to_json(p)  # a partitioner that cannot be saved fails before the load
             p.fit(records, len(self.disk))
             parts = p.partition(records) if len(records) else [records] * len(self.disk)
             self.backend.call_all("create_fragment", {
@@ -203,11 +258,15 @@ class ParallelDatabase:
             }, "load")
         except BaseException:
             self.host.drop_table(name)
-            self._drop_everywhere(name)
+            try:
+                self._drop_everywhere(name)
+            except MinidbError:  # e.g. a dead node: the first error is the one to report
+                pass
             raise
         shadow.stats = {c.name.lower(): _stats_of(records[c.name]) for c in shadow.schema.columns}
         shadow._num_records = len(records)
         self.schemes[name.lower()] = p
+        self._save()
         self._take_counters()
         return shadow
 
@@ -218,6 +277,7 @@ class ParallelDatabase:
         t.schema.column(column, f"table {t.name!r}")
         self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
                               "create index")
+        self._save()
         self._take_counters()
 
     def fragments(self, table: str) -> list[np.ndarray]:
@@ -232,10 +292,12 @@ class ParallelDatabase:
         return self.host.tables()
 
     def drop_table(self, name: str) -> None:
+        self._check_open()
         t = self.host.catalog.get(name)
         self._drop_everywhere(t.name)
         self.host.drop_table(t.name)
         self.schemes.pop(t.name.lower(), None)
+        self._save()
 
     def _drop_everywhere(self, name: str) -> None:
         self.backend.call_all("drop_table", {n: (name,) for n in self.disk}, "drop table")
@@ -255,7 +317,7 @@ class ParallelDatabase:
             specs.append(" ".join(w for w in words if w.lower() not in PLACEMENTS) or None)
         hints = parse_hints(*specs)
         statement = translate(body, self.host.catalog)
-        self._take_counters()
+        self._take_counters("start of statement")
         run = _Run(self, hints, next(self._ids))
         run.placement = placement
         start = time.perf_counter()
@@ -277,6 +339,8 @@ class ParallelDatabase:
             schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "insert"
         else:
             raise UnsupportedSQLError(f"unsupported in parallel: {type(statement).__name__}")
+        if kind != "select":
+            self._save()  # after the nodes saved their fragments (each phase ends with that)
         wall = time.perf_counter() - start
         return ParallelResult(schema, records, kind, rows, wall, run.phases, run.phase_names,
                               run.scheduler_messages, run.explain(), text,
@@ -314,11 +378,72 @@ class ParallelDatabase:
         return modeled_time(phases, self.profile, self.page_size,
                             coordinator_messages=run.scheduler_messages).total_s
 
-    def _take_counters(self) -> list[dict]:
-        return self.backend.call_all("take_counters", {n: () for n in range(self.num_nodes)})
+    def _take_counters(self, phase: str = "collect counters") -> list[dict]:
+        return self.backend.call_all("take_counters", {n: () for n in range(self.num_nodes)}, phase)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _stored_catalog(self, nodes: int) -> dict | None:
+        """The coordinator catalog in the data directory, if any, checked against ``nodes``."""
+        d = self.data_dir
+        if (d / CATALOG_FILE).exists():
+            raise MinidbError(f"{d} holds a single-node database; open it with "
+                              "minidb.connect(data_dir=...) and no nodes=")
+        stored = read_json(d / CLUSTER_FILE, "cluster catalog", CLUSTER_FORMAT)
+        if stored is not None and stored.get("nodes") != nodes:
+            raise MinidbError(f"{d} holds a parallel database of {stored.get('nodes')} nodes, not "
+                              f"{nodes}; connect with nodes={stored.get('nodes')} to open it")
+        return stored
+
+    def _catalog_doc(self) -> dict:
+        tables = []
+        for t in self.host.catalog:
+            tables.append({"name": t.name, "schema": schema_to_json(t.schema),
+                           "records": int(t.num_records),
+                           "stats": {k: stats_to_json(v) for k, v in t.stats.items()},
+                           "partitioning": partitioner_to_json(self.schemes[t.name.lower()])})
+        return {"format": CLUSTER_FORMAT, "version": CATALOG_VERSION, "nodes": self.num_nodes,
+                "disk_nodes": self.disk, "diskless_nodes": self.diskless,
+                "page_size": self.page_size, "tables": tables}
+
+    def _save(self) -> None:
+        """Rewrite the coordinator catalog (a no-op without a data directory)."""
+        if self.data_dir is not None:
+            write_json_atomically(self.data_dir / CLUSTER_FILE, self._catalog_doc())
+
+    def _reopen(self, stored: dict | None) -> None:
+        """Bring the host's copies and the schemes back from ``stored``; make the nodes agree."""
+        entries = [] if stored is None else stored.get("tables", [])
+        known = {e["name"].lower() for e in entries}
+        held = self.backend.call_all("tables", {n: () for n in range(self.num_nodes)}, "reopen")
+        for n, names in enumerate(held):
+            for name in names:
+                if name.lower() not in known or n not in self.disk:
+                    self.backend.call(n, "drop_table", name, phase="reopen")  # never committed
+            for e in entries:
+                if n in self.disk and e["name"].lower() not in {x.lower() for x in names}:
+                    raise MinidbError(f"table {e['name']!r} has no fragment on node {n} "
+                                      f"({self.data_dir}/node-{n} lacks it); the data directory "
+                                      "is incomplete")
+        for e in entries:
+            try:
+                schema = schema_from_json(e["schema"])
+                shadow = Table.create(self.host.disk, self.host.buffer, e["name"], schema,
+                                      np.empty(0, dtype=schema.dtype))
+                shadow.stats = {k: stats_from_json(v) for k, v in e["stats"].items()}
+                shadow._num_records = int(e["records"])
+                p = partitioner_from_json(e["partitioning"], schema, len(self.disk))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise MinidbError(f"the cluster catalog entry of table {e.get('name', '?')!r} "
+                                  f"is damaged ({type(exc).__name__}: {exc})") from None
+            self.host.catalog.add(shadow)
+            self.schemes[shadow.name.lower()] = p
+        self._save()
+        self._take_counters("reopen")
 
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
+        """Stop the nodes (a dead node does not make this hang) and the host. A data directory
+        keeps everything for ``connect(nodes=N, data_dir=...)``; temporary ones are removed."""
         if self._closed:
             return
         self._closed = True
@@ -340,6 +465,101 @@ class ParallelDatabase:
     def __repr__(self) -> str:
         return (f"ParallelDatabase({self.num_nodes} nodes, disk nodes {self.disk}, "
                 f"backend={self.backend.name})")
+
+
+def _stored_roles(stored: dict, where, disk_nodes, diskless_nodes, page_size) -> tuple[int, int]:
+    """Disk node count and page size of a stored cluster; asking for others is an error."""
+    disk = stored.get("disk_nodes")
+    saved_page = stored.get("page_size")
+    nodes = stored.get("nodes")
+    if not isinstance(disk, list) or not isinstance(saved_page, int) or disk != list(range(len(disk))):
+        raise MinidbError(f"{where}/{CLUSTER_FILE} is damaged (disk nodes or page size)")
+    asked = disk_nodes if disk_nodes is not None else \
+        (None if diskless_nodes is None else nodes - diskless_nodes)
+    if asked is not None and asked != len(disk):
+        raise MinidbError(f"{where} holds a database with {len(disk)} disk nodes, not {asked}; "
+                          "leave disk_nodes / diskless_nodes out to open it")
+    if page_size is not None and page_size != saved_page:
+        raise MinidbError(f"{where} holds a database with {saved_page}-byte pages, not {page_size}; "
+                          "leave page_size out to open it")
+    return len(disk), saved_page
+
+
+# -- partitioners in the catalog ------------------------------------------------------------------
+def partitioner_to_json(p: Partitioner) -> dict:
+    """A fitted partitioner as JSON: kind, columns and what it learned. A user's own class is
+    pickled (it must be importable again to reopen); one that cannot be pickled is an error."""
+    kind = type(p)
+    if kind is RoundRobin:
+        return {"kind": "round_robin", "next_node": int(p.next_node)}
+    if kind is Hash:
+        return {"kind": "hash", "columns": list(p.columns), "seed": int(p.seed)}
+    if kind in (Range, RangeUniform):
+        bounds = p._bounds
+        out = {"kind": p.name, "column": p.column,
+               "boundaries": None if p.boundaries is None else [_plain(b) for b in p.boundaries],
+               "bounds": None if bounds is None else {
+                   "dtype": bounds.dtype.str,
+                   "values": [bytes(b).hex() for b in bounds] if bounds.dtype.kind == "S"
+                   else bounds.tolist()}}
+        if kind is RangeUniform:
+            out["sample"] = p.sample
+        return out
+    if kind is PredicateFragments:
+        return {"kind": "predicates", "fragments": {str(k): p.texts[k] for k in p.nodes}}
+    try:
+        data = pickle.dumps(p)
+    except Exception as e:
+        raise MinidbError(f"partitioner {p.describe()} cannot be saved in the catalog of a data "
+                          f"directory ({type(e).__name__}: {e}); make it picklable or use no "
+                          "data_dir") from None
+    return {"kind": "pickle", "describe": p.describe(), "data": base64.b64encode(data).decode()}
+
+
+def partitioner_from_json(d: dict, schema: Schema, num_nodes: int) -> Partitioner:
+    """The partitioner ``partitioner_to_json`` wrote, fitted for ``num_nodes`` disk nodes."""
+    kind = d["kind"]
+    if kind == "pickle":
+        try:
+            p = pickle.loads(base64.b64decode(d["data"]))
+        except Exception as e:
+            raise MinidbError(f"cannot load the saved partitioner {d.get('describe')!r} "
+                              f"({type(e).__name__}: {e}); is its class importable?") from None
+        return p
+    if kind == "predicates":
+        p = PredicateFragments({int(k): v for k, v in d["fragments"].items()}, schema)
+        p.fit(None, num_nodes)
+        return p
+    if kind == "round_robin":
+        p = RoundRobin()
+        p.fit(None, num_nodes)
+        p.next_node = int(d["next_node"])
+        return p
+    if kind == "hash":
+        p = Hash(*d["columns"], seed=int(d["seed"]), schema=schema)
+    elif kind == "range":
+        p = Range(d["column"], d["boundaries"])
+    elif kind == "range_uniform":
+        p = RangeUniform(d["column"], d.get("sample"))
+    else:
+        raise ValueError(f"unknown partitioner kind {kind!r}")
+    Partitioner.fit(p, None, num_nodes)
+    if kind in ("range", "range_uniform"):
+        b = d["bounds"]
+        p.boundaries = d["boundaries"]
+        if b is None:
+            p._bounds = None
+        elif np.dtype(b["dtype"]).kind == "S":
+            p._bounds = np.array([bytes.fromhex(v) for v in b["values"]], dtype=b["dtype"])
+        else:
+            p._bounds = np.array(b["values"], dtype=b["dtype"])
+    return p
+
+
+def _plain(v):
+    if isinstance(v, bytes | np.bytes_):
+        return bytes(v).decode(errors="replace")
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _layout(data: pa.Table) -> Schema:
@@ -373,7 +593,7 @@ class _Run:
         self._plan.append(f"phase {len(self.phases) + 1}: {name}")
         self._plan += [f"  {t}" for t in texts]
         out = self.pdb.backend.call_many(calls, name)
-        counters = self.pdb._take_counters()
+        counters = self.pdb._take_counters(f"{name} (counters)")
         self.phases.append({n: c for n, c in enumerate(counters) if _nonzero(c)})
         self.phase_names.append(name)
         started = sum(c["operators_started"] for c in counters) if operators is None \

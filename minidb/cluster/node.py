@@ -11,6 +11,10 @@ Simplified: an "operator process" is a thread of the node running one operator t
 (Gamma's diskless processors) is a node that simply holds no fragments. The operators of one
 node that run at once share its buffer pool without a lock; the plans the coordinator makes
 never run two disk-using fragments on one node at the same time (receivers work in memory).
+
+Persistence. Given a data directory D, node i keeps its pages and its own catalog in D/node-i
+(a single-node ``Database`` there, so it reopens the same way); every method that changes a
+fragment ends with ``Database.checkpoint``. The coordinator keeps the cluster-wide catalog.
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ class Node:
     with ``run`` (or ``start`` then, in a later phase, ``drain`` for a hash join whose table is
     built in one phase and probed in the next); while they run, other nodes' split tables call
     ``receive`` concurrently; after the phase, ``take_counters`` hands over what the node did in
-    it and resets them. ``close`` removes the data directory's files.
+    it and resets them. ``close`` removes the data directory's files when it is a temporary
+    one; a node given a data directory reopens the fragments it finds there.
     """
 
     def __init__(self, node_id: int, num_nodes: int, has_disk: bool = True, page_size: int = 4096,
@@ -110,7 +115,7 @@ class Node:
                  timeout: float = 60.0, packet_bytes: int = 2048):
         self.node_id, self.num_nodes, self.has_disk = node_id, num_nodes, has_disk
         if data_dir is not None:
-            data_dir = os.path.join(data_dir, f"node{node_id}")
+            data_dir = node_dir(data_dir, node_id)
             os.makedirs(data_dir, exist_ok=True)
         self.db = Database(page_size=page_size, buffer_pages=buffer_pages,
                            buffer_policy=buffer_policy, data_dir=data_dir,
@@ -180,7 +185,7 @@ class Node:
                         organization: str = "heap", key: str | None = None) -> int:
         table = Table.create(self.db.disk, self.db.buffer, name, schema, records, organization, key)
         self.db.catalog.add(table)
-        self.db.buffer.flush()
+        self.db.checkpoint()
         return len(records)
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
@@ -189,6 +194,10 @@ class Node:
     def drop_table(self, name: str) -> None:
         if self.db.catalog.has(name):
             self.db.drop_table(name)
+
+    def tables(self) -> list[str]:
+        """The tables this node holds a fragment of."""
+        return self.db.tables()
 
     def fragment(self, table: str) -> np.ndarray:
         """Every tuple of this node's fragment of ``table`` (for checks and tests)."""
@@ -230,7 +239,7 @@ class Node:
                 store = Store(_Opened(root), self.db.catalog.get(sink["table"]))
                 store.collect()
                 self._count_tree(store, skip_root_children=True)
-                self.db.buffer.flush()
+                self.db.checkpoint()
             elif sink["kind"] == "hold":
                 self._held.setdefault(sink["key"], []).extend(_Opened(root))
             else:
@@ -249,7 +258,7 @@ class Node:
     def insert(self, table: str, records: np.ndarray) -> int:
         if len(records):
             self.db.catalog.get(table).insert(records)
-            self.db.buffer.flush()
+            self.db.checkpoint()
         with self._lock:
             self._add_tuples("store", len(records))
             self._work["operators_started"] += 1
@@ -262,7 +271,7 @@ class Node:
                 "hint": hint}
         root = Delete(Materialize(build_tree(self.db, spec, None)), self.db.catalog.get(table))
         count = int(root.collect()["count"].sum())
-        self.db.buffer.flush()
+        self.db.checkpoint()
         self._count_tree(root)
         return count
 
@@ -286,7 +295,7 @@ class Node:
             t.update(rids[stay], records[stay])
         if (~stay).any():
             t.delete(rids[~stay])
-        self.db.buffer.flush()
+        self.db.checkpoint()
         with self._lock:
             self._add_tuples("store", len(records))
         if moves:
@@ -370,6 +379,11 @@ class _Opened(Operator):
         pass
 
 
+def node_dir(data_dir: str | os.PathLike, node_id: int) -> str:
+    """Node ``node_id``'s own directory inside a parallel database's data directory."""
+    return os.path.join(os.fspath(data_dir), f"node-{node_id}")
+
+
 def _concat(parts: list[np.ndarray], schema: Schema) -> np.ndarray:
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -377,4 +391,4 @@ def _concat(parts: list[np.ndarray], schema: Schema) -> np.ndarray:
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-__all__ = ["Node", "build_tree", "RID"]
+__all__ = ["Node", "build_tree", "node_dir", "RID"]

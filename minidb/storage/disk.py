@@ -13,6 +13,12 @@ are what the cost model turns into the seconds of the papers' hardware.
 
 Multi-page transfers (Volcano's *clusters*) are single ``pread`` / ``pwrite`` calls, so the
 Python cost of a scan does not grow with the number of pages while the counts stay exact.
+
+Reopening. A page file holds nothing but its pages, so ``open`` takes the number of pages from the
+file's size; the checksums are checked as pages are read, as for any other read. ``sync`` forces
+the files written since the last call to stable storage (``fsync``), which the catalog does before
+it records a change. Simplified: no free-space map and no file header; what a file *is* (heap,
+tree, hash buckets) is known only from the catalog that names it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minidb.errors import MinidbError
+from minidb.errors import CorruptPageError, MinidbError
 from minidb.storage import page as pg
 
 
@@ -76,7 +82,13 @@ class Disk:
         self.io = IOCounters()
         self._head = _Head()
         self._files: dict[int, PagedFile] = {}
+        self._unsynced: dict[int, PagedFile] = {}  # files written since the last sync()
         self._next_id = 0
+
+    @property
+    def is_temporary(self) -> bool:
+        """True when minidb made the directory (it goes away with the Disk)."""
+        return self._owns_dir
 
     # -- files --------------------------------------------------------------------------------
     def create(self, name: str) -> PagedFile:
@@ -87,9 +99,43 @@ class Disk:
         self._files[f.file_id] = f
         return f
 
+    def open(self, name: str) -> PagedFile:
+        """An existing page file ``name``; its page count is its size over the page size."""
+        path = self.path / f"{name}.pages"
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise MinidbError(f"page file {path} is missing; the catalog names it") from None
+        if size % self.page_size:
+            raise CorruptPageError(
+                f"{name}.pages is {size} bytes, not a whole number of {self.page_size}-byte pages "
+                "(cut short or damaged on disk); reload the table"
+            )
+        f = PagedFile(self, self._next_id, name, size // self.page_size)
+        self._next_id += 1
+        self._files[f.file_id] = f
+        return f
+
+    def page_files(self) -> list[str]:
+        """Names (without ``.pages``) of every page file in the data directory."""
+        return sorted(p.name[: -len(".pages")] for p in self.path.glob("*.pages"))
+
     def drop(self, f: PagedFile) -> None:
         self._files.pop(f.file_id, None)
+        self._unsynced.pop(f.file_id, None)
         f.path.unlink(missing_ok=True)
+
+    def sync(self) -> None:
+        """``fsync`` every file written since the last call, so its pages survive a crash."""
+        for file_id in list(self._unsynced):
+            f = self._unsynced.pop(file_id, None)
+            if f is None or not f.path.exists():
+                continue
+            fd = os.open(f.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def close(self) -> None:
         """Remove the data directory if minidb made it (a temporary one)."""
@@ -153,6 +199,7 @@ class PagedFile:
         pg.seal(pages)
         with open(self.path, "r+b") as fh:
             os.pwrite(fh.fileno(), pages.tobytes(), first * self.page_size)
+        self.disk._unsynced[self.file_id] = self
         self.num_pages = max(self.num_pages, first + n)
         self.disk._count(self.file_id, first, n, write=True)
 
