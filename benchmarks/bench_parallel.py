@@ -42,11 +42,7 @@ import minidb
 from minidb.cluster.scaling import speedup
 
 PAGE_SIZE = 4096
-DEFAULT_ROWS = 9_000_000
-# Linux moves at most this many bytes in one read or write system call, and minidb writes a
-# node's whole fragment of a relation with one pwrite (minidb/storage/disk.py): a fragment
-# larger than this is cut short on disk. 10,000,000 tuples on one node is 2.16 GB.
-MAX_SYSCALL_BYTES = 0x7FFFF000
+DEFAULT_ROWS = 10_000_000
 
 
 class MemoryWatch:
@@ -79,20 +75,6 @@ class MemoryWatch:
         self._thread.join()
 
 
-def check_fragment_size(rows: int, nodes: int) -> None:
-    """Stop before loading when one node's fragment would pass the one-call write limit."""
-    from minidb.datagen.wisconsin import SCHEMA
-    from minidb.exec.store import tuples_per_page
-
-    per_node = -(-rows * 101 // (100 * nodes))  # hash partitions are within ~1% of even
-    size = -(-per_node // tuples_per_page(PAGE_SIZE, SCHEMA)) * PAGE_SIZE
-    if size > MAX_SYSCALL_BYTES:
-        raise SystemExit(
-            f"--rows {rows:,} puts about {size / 1e9:.2f} GB in one node's fragment on {nodes} "
-            f"node(s); minidb writes a fragment with one system call, which Linux cuts at "
-            f"{MAX_SYSCALL_BYTES / 1e9:.2f} GB. Use fewer rows or more nodes (--nodes).")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS,
@@ -103,7 +85,6 @@ def main() -> None:
     args = parser.parse_args()
     n = args.rows
     node_counts = [int(x) for x in args.nodes.split(",")]
-    check_fragment_size(n, min(node_counts))
     # the hash join has no overflow handling: its build input (10% of B, two int columns,
     # ~8-16 bytes a tuple) must fit in memory_pages on one node
     memory_pages = max(1024, n // 2000)

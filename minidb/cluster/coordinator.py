@@ -373,8 +373,16 @@ class ParallelDatabase:
         from minidb.cost.model import WorkCounters, modeled_time
 
         names = {f.name for f in fields(WorkCounters)}
-        phases = [{n: WorkCounters(**{k: v for k, v in c.items() if k in names})
-                   for n, c in phase.items()} for phase in run.phases]
+
+        def work(c: dict) -> WorkCounters:
+            w = WorkCounters(**{k: v for k, v in c.items() if k in names})
+            # results returned to the host leave the node through its network interface too
+            # (Gamma's host is a separate machine on the ring)
+            w.packets_sent_remote += c.get("packets_to_host", 0)
+            w.bytes_sent_remote += c.get("bytes_to_host", 0)
+            return w
+
+        phases = [{n: work(c) for n, c in phase.items()} for phase in run.phases]
         return modeled_time(phases, self.profile, self.page_size,
                             coordinator_messages=run.scheduler_messages).total_s
 

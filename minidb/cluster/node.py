@@ -317,10 +317,13 @@ class Node:
             self._work["tuples"][kind] = self._work["tuples"].get(kind, 0) + int(n)
 
     def _count_tree(self, root: Operator, skip_root_children: bool = False) -> None:
+        """Add the work of one operator tree run on this node. The iterators of a tree run as
+        one pipeline in one process, so the tree counts as ONE operator started, as a Gamma
+        operator process (its scan, predicate, projection and split table) does (Section 2)."""
         ops = [root] if skip_root_children else list(root.walk())
         with self._lock:
+            self._work["operators_started"] += 1
             for op in ops:
-                self._work["operators_started"] += 1
                 n = max(op.stats.tuples_in, op.stats.tuples_out)
                 self._work["operators"][op.kind] = self._work["operators"].get(op.kind, 0) + int(n)
                 if op.kind == "hash_join":
@@ -330,8 +333,8 @@ class Node:
                     self._add_tuples(COST_KIND[op.kind], n)
 
     def _count_split(self, split: SplitTable) -> None:
+        """Add a split table's traffic; it is the output of an operator already counted."""
         with self._lock:
-            self._work["operators_started"] += 1
             c = split.counters
             for key in ("packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
                         "bytes_short_circuited", "packets_to_host", "bytes_to_host",

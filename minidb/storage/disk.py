@@ -11,7 +11,7 @@ one random access plus n - 1 sequential ones; interleaving two files (scan one, 
 turns each switch into a random access, as it would move the arm. These counts, not wall time,
 are what the cost model turns into the seconds of the papers' hardware.
 
-Multi-page transfers (Volcano's *clusters*) are single ``pread`` / ``pwrite`` calls, so the
+Multi-page transfers (Volcano's *clusters*) are single ``preadv`` / ``pwrite`` calls, so the
 Python cost of a scan does not grow with the number of pages while the counts stay exact.
 
 Reopening. A page file holds nothing but its pages, so ``open`` takes the number of pages from the
@@ -180,10 +180,14 @@ class PagedFile:
             raise MinidbError(f"{self.name}: pages {first}..{first + n - 1} are past its end ({self.num_pages} pages)")
         size = self.page_size
         pages = np.empty((n, size), dtype=np.uint8)
+        view = memoryview(pages.reshape(-1))
+        done = 0
         with open(self.path, "rb") as fh:  # read straight into the array: no intermediate copy
-            got = os.preadv(fh.fileno(), [pages], first * size)
-        if got != n * size:
-            raise MinidbError(f"{self.name}: file is shorter than its catalog says; reload the table")
+            while done < n * size:  # one call moves at most ~2 GiB, so loop on short reads
+                got = os.preadv(fh.fileno(), [view[done:]], first * size + done)
+                if got == 0:
+                    raise MinidbError(f"{self.name}: file is shorter than its catalog says; reload the table")
+                done += got
         pg.verify(pages, first, self.name)
         self.disk._count(self.file_id, first, n, write=False)
         return pages
@@ -197,8 +201,11 @@ class PagedFile:
             raise MinidbError(f"{self.name}: cannot write page {first}, the file has {self.num_pages} pages")
         pages = np.ascontiguousarray(pages)
         pg.seal(pages)
+        view = memoryview(pages.reshape(-1))
+        done = 0
         with open(self.path, "r+b") as fh:
-            os.pwrite(fh.fileno(), pages.tobytes(), first * self.page_size)
+            while done < len(view):  # one call moves at most ~2 GiB, so loop on short writes
+                done += os.pwrite(fh.fileno(), view[done:], first * self.page_size + done)
         self.disk._unsynced[self.file_id] = self
         self.num_pages = max(self.num_pages, first + n)
         self.disk._count(self.file_id, first, n, write=True)
