@@ -46,7 +46,7 @@ def test_dead_node_gives_an_error_naming_it(ray_session, wisconsin_pair):
         db.close()
 
 
-@pytest.mark.slow
+@pytest.mark.multinode
 def test_nodes_spread_over_a_ray_cluster():
     script = textwrap.dedent("""
         import ray
@@ -55,6 +55,7 @@ def test_nodes_spread_over_a_ray_cluster():
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                           "include_dashboard": False})
         cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()  # both Ray nodes registered before minidb places its nodes
         try:
             ray.init(address=cluster.address, log_to_driver=False)
             with minidb.connect(nodes=2, backend="ray", address=cluster.address) as db:

@@ -16,7 +16,8 @@ Ray actors are threaded (``max_concurrency``), so a node can accept ``receive`` 
 nodes' split tables while one of its own operators runs. With no address a local Ray instance is
 started; with ``address=`` (or the environment variable ``MINIDB_RAY_ADDRESS``) the actors join
 that cluster and are spread over its machines: minidb node i goes to Ray node i mod (number of
-Ray nodes), a soft node affinity (plain SPREAD did not separate zero-CPU actors in Ray 2.60).
+Ray nodes), a hard node affinity (plain SPREAD, and a soft affinity right after a node joins,
+left zero-CPU actors together in Ray 2.60).
 """
 
 from __future__ import annotations
@@ -101,12 +102,12 @@ class RayBackend:
         options = {"max_concurrency": num_nodes * WINDOW + 6, "num_cpus": 0}
         actor = ray.remote(Node)
         placements = [{}] * num_nodes
-        if address:  # spread: minidb node i on Ray node i mod (Ray nodes), soft affinity
+        if address:  # spread: minidb node i on Ray node i mod (Ray nodes), a hard node affinity
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             alive = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
             placements = [{"scheduling_strategy": NodeAffinitySchedulingStrategy(
-                alive[i % len(alive)], soft=True)} for i in range(num_nodes)] if alive \
+                alive[i % len(alive)], soft=False)} for i in range(num_nodes)] if alive \
                 else [{"scheduling_strategy": "SPREAD"}] * num_nodes
         self.actors = [actor.options(**options, **placements[i]).remote(**kw)
                        for i, kw in enumerate(node_kwargs)]
