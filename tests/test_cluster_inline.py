@@ -96,3 +96,28 @@ def test_modeled_time_from_the_cost_model():
         db.create_table("a", "wisconsin:2000", partition="hash(unique1)")
         r = db.sql("SELECT onePercent, MIN(unique1) FROM a GROUP BY onePercent")
         assert r.modeled_s is not None and r.modeled_s > 0
+
+
+def test_create_table_as_stores_round_robin_or_as_the_partition_hint_says():
+    import duckdb
+    import numpy as np
+
+    from minidb import datagen
+
+    data = datagen.wisconsin(3000, seed=4)
+    with minidb.connect(nodes=3, backend="inline") as db:
+        db.create_table("t", data)
+        db.sql("CREATE TABLE rr AS SELECT unique1, unique2 FROM t WHERE unique2 < 1500")
+        sizes = [len(f) for f in db.fragments("rr")]
+        assert sum(sizes) == 1500 and max(sizes) - min(sizes) <= 1  # Gamma's round-robin default
+        db.sql("/*+ partition=range(unique1: 1000, 2000) */ "
+               "CREATE TABLE r AS SELECT unique1, unique2 FROM t WHERE unique2 < 1500")
+        frags = db.fragments("r")
+        assert db.partitioner("r").describe() == "range(unique1: 1000, 2000)"
+        assert frags[0]["unique1"].max() < 1000 <= frags[1]["unique1"].min()
+        assert frags[1]["unique1"].max() < 2000 <= frags[2]["unique1"].min()
+        got = sorted(np.concatenate(frags)["unique1"].tolist())
+        expected = sorted(r[0] for r in duckdb.sql("SELECT unique1 FROM data WHERE unique2 < 1500").fetchall())
+        assert got == expected
+        with pytest.raises(MinidbError, match="only applies to CREATE TABLE"):
+            db.sql("SELECT * FROM t", hint="partition=hash(unique1)")

@@ -18,6 +18,12 @@ groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one paral
 CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE. Anything else is an
 ``UnsupportedSQLError`` naming it.
 
+Hints (``db.sql(text, hint=...)`` or a leading ``/*+ ... */`` comment): the single-node access
+hints (``scan``, ``index``, ``clustered_index``, ``hash_join``, ``nested_loops``), a join placement
+(``local`` = disk nodes, ``remote`` = diskless nodes, ``allnodes``: Gamma's three configurations),
+and for ``CREATE TABLE ... AS SELECT`` the declustering of the result (``partition=hash(a)``, any
+spec ``create_table`` accepts; round-robin when absent).
+
 Simplified, compared with Gamma: relations given as generator specs are generated at the host
 and routed like an Arrow source (the nodes do not generate their own slices); the result of
 ``CREATE TABLE AS`` is gathered at the host and then dealt round-robin to the disk nodes,
@@ -48,6 +54,7 @@ import base64
 import itertools
 import os
 import pickle
+import re
 import time
 from pathlib import Path
 
@@ -310,9 +317,12 @@ class ParallelDatabase:
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
         body, comment = split_hint_comment(text)
         placement = None
+        result_partition = None
         specs = []
         for h in (hint, comment):
-            words = [w for w in (h or "").replace(",", " ").split()]
+            h, spec = _partition_hint(h or "")
+            result_partition = spec or result_partition
+            words = [w for w in h.replace(",", " ").split()]
             placement = next((w.lower() for w in words if w.lower() in PLACEMENTS), placement)
             specs.append(" ".join(w for w in words if w.lower() not in PLACEMENTS) or None)
         hints = parse_hints(*specs)
@@ -320,13 +330,16 @@ class ParallelDatabase:
         self._take_counters("start of statement")
         run = _Run(self, hints, next(self._ids))
         run.placement = placement
+        if result_partition is not None and not isinstance(statement, CreateTableAsStatement):
+            raise MinidbError("the hint partition=... only applies to CREATE TABLE ... AS SELECT")
         start = time.perf_counter()
         if isinstance(statement, SelectStatement):
             schema, records = run.select(statement.query)
             kind, rows = "select", len(records)
         elif isinstance(statement, CreateTableAsStatement):
             schema, records = run.select(statement.query)
-            rows = self._store_result(statement.name, schema, records, run)
+            rows = self._store_result(statement.name, schema, records, run,
+                                      result_partition or "round_robin")
             schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "create_table_as"
         elif isinstance(statement, UpdateStatement):
             rows = run.update(statement)
@@ -346,7 +359,10 @@ class ParallelDatabase:
                               run.scheduler_messages, run.explain(), text,
                               self._modeled(run))
 
-    def _store_result(self, name: str, schema: Schema, records: np.ndarray, run: _Run) -> int:
+    def _store_result(self, name: str, schema: Schema, records: np.ndarray, run: _Run,
+                      partition="round_robin") -> int:
+        """Store a query's result as a new relation over the disk nodes: round-robin by default,
+        as Gamma stores query results (Section 2.2), or as the ``partition=`` hint says."""
         columns = [c for c in schema.columns if c.name != RID]
         layout = Schema(columns)
         out = np.empty(len(records), dtype=layout.dtype)
@@ -354,10 +370,14 @@ class ParallelDatabase:
             out[c.name] = records[c.name]
         shadow = Table.create(self.host.disk, self.host.buffer, name, layout, out[:0])
         self.host.catalog.add(shadow)
-        p = RoundRobin()
-        p.fit(None, len(self.disk))
+        try:
+            p = parse_partitioning(partition, layout, len(self.disk))
+            p.fit(out, len(self.disk))
+        except BaseException:
+            self.host.drop_table(name)
+            raise
         parts = p.partition(out) if len(out) else [out] * len(self.disk)
-        run.phase("store result round-robin",
+        run.phase(f"store result {p.describe()}",
                   [(n, "create_fragment", (name, layout, parts[i], "heap", None))
                    for i, n in enumerate(self.disk)], operators=1)
         shadow.stats = {c.name.lower(): _stats_of(out[c.name]) for c in columns}
@@ -820,3 +840,15 @@ def _nonzero(c: dict) -> bool:
 
 
 __all__ = ["ParallelDatabase", "ParallelResult"]
+
+
+_PARTITION_HINT = re.compile(r"partition\s*=\s*([A-Za-z_][\w]*(?:\s*\([^)]*\))?)", re.IGNORECASE)
+
+
+def _partition_hint(hint: str) -> tuple[str, str | None]:
+    """Take ``partition=SPEC`` (e.g. ``partition=hash(unique1)``) out of a hint string; it says
+    how ``CREATE TABLE ... AS SELECT`` declusters its result. Returns (rest, spec or None)."""
+    m = _PARTITION_HINT.search(hint)
+    if m is None:
+        return hint, None
+    return hint[: m.start()] + hint[m.end():], m.group(1)
