@@ -55,6 +55,7 @@ import itertools
 import os
 import pickle
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -237,6 +238,9 @@ class ParallelDatabase:
         self.schemes: dict[str, Partitioner] = {}
         self._ids = itertools.count()
         self._closed = False
+        # temporary node directories, removed at close even if their node was killed
+        self._scratch = [] if self.data_dir is not None else \
+            self.backend.call_all("data_path", {n: () for n in range(self.num_nodes)}, "start nodes")
         if self.data_dir is not None:
             try:
                 self._reopen(stored)
@@ -479,6 +483,8 @@ class ParallelDatabase:
             self.backend.shutdown()
         finally:
             self.host.close()
+            for path in self._scratch:  # a killed node could not remove its own
+                shutil.rmtree(path, ignore_errors=True)
 
     def _check_open(self) -> None:
         if self._closed:

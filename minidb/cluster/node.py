@@ -136,6 +136,10 @@ class Node:
         self.peers = list(peers)
         return self.node_id
 
+    def data_path(self) -> str:
+        """Where this node keeps its page files."""
+        return str(self.db.disk.path)
+
     def ping(self) -> dict:
         where = None
         try:
