@@ -76,7 +76,31 @@ DEFAULT_PAGE_SIZE = 4096
 CATALOG_FORMAT = "minidb-catalog"
 
 
-class Result:
+class ResultRows:
+    """The tuples of a statement's result, shared by ``Result`` and the parallel result:
+    subclasses set ``_schema`` and ``_records``."""
+
+    _schema: Schema
+    _records: np.ndarray
+
+    def to_arrow(self) -> pa.Table:
+        """The result tuples as an Arrow table (the internal ``_rid`` column is never shown)."""
+        names = [n for n in self._schema.names if n != RID]
+        schema = self._schema if len(names) == len(self._schema.names) else self._schema.project(names)
+        records = self._records
+        if len(names) != len(self._schema.names):
+            records = np.empty(len(self._records), dtype=schema.dtype)
+            for n in names:
+                records[n] = self._records[n]
+        return schema.arrow_from_records(records)
+
+    def to_pylist(self) -> list[tuple]:
+        table = self.to_arrow()
+        return list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True)) \
+            if table.num_columns else []
+
+
+class Result(ResultRows):
     """What a statement gave back: tuples, plan, wall time and counters."""
 
     def __init__(self, schema: Schema, records: np.ndarray, plan: Operator, counters: dict[str, int],
@@ -97,22 +121,6 @@ class Result:
     def access_path(self) -> str:
         """The access path chosen for each table, e.g. "heap: non-clustered B+ tree index on unique2"."""
         return "; ".join(f"{table}: {path}" for table, path in self.access_paths)
-
-    def to_arrow(self) -> pa.Table:
-        """The result tuples as an Arrow table (the internal ``_rid`` column is never shown)."""
-        names = [n for n in self._schema.names if n != RID]
-        schema = self._schema if len(names) == len(self._schema.names) else self._schema.project(names)
-        records = self._records
-        if len(names) != len(self._schema.names):
-            records = np.empty(len(self._records), dtype=schema.dtype)
-            for n in names:
-                records[n] = self._records[n]
-        return schema.arrow_from_records(records)
-
-    def to_pylist(self) -> list[tuple]:
-        table = self.to_arrow()
-        return list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True)) \
-            if table.num_columns else []
 
     def explain(self) -> str:
         """The iterator tree, each operator with its tuple counts and the planner's reasons."""

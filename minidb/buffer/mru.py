@@ -9,8 +9,8 @@ the query locality set model) recommends MRU for such looping references. Volcan
 Thakkar 1992, the LRU footnote in Section 4.1) keeps LRU and gets a similar effect per page with
 its toss hint; MRU is the pool-wide version of the same idea.
 
-Mechanism: a logical clock stamps every reference (a load or a hit); the victim is the
-candidate with the largest stamp. Simplification: one global policy for the pool; a real system
+Mechanism: the same logical clock as LRU stamps every reference (a load or a hit); the victim
+is the candidate with the largest stamp instead of the smallest. Simplification: one global policy for the pool; a real system
 would choose MRU per file or per query (DBMIN), which minidb leaves to Volcano's keep / toss
 hints applied by the buffer manager.
 """
@@ -19,25 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from minidb.buffer.policy import ReplacementPolicy
+from minidb.buffer.lru import LRUPolicy
 from minidb.plugins import register
 
 
 @register("buffer_policy", "mru")
-class MRUPolicy(ReplacementPolicy):
+class MRUPolicy(LRUPolicy):
+    """LRU's bookkeeping (a stamp per reference); only the end it evicts from differs."""
+
     name = "mru"
-
-    def __init__(self, num_frames: int) -> None:
-        super().__init__(num_frames)
-        self.last_use = np.zeros(num_frames, dtype=np.int64)  # stamp of the latest reference
-        self.clock = 0
-
-    def _touch(self, frame: int) -> None:
-        self.clock += 1
-        self.last_use[frame] = self.clock
-
-    page_loaded = _touch
-    page_hit = _touch
 
     def choose_victim(self, candidates: np.ndarray) -> int:
         return int(candidates[np.argmax(self.last_use[candidates])])

@@ -75,7 +75,7 @@ from minidb.catalog import (
     stats_to_json,
     write_json_atomically,
 )
-from minidb.database import DEFAULT_PAGE_SIZE, Database, _load_source
+from minidb.database import DEFAULT_PAGE_SIZE, Database, ResultRows, _load_source
 from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import HashAggregate
 from minidb.exec.expr import Arith, Col, conjunction, key_range
@@ -111,7 +111,7 @@ PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskles
 CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
 
 
-class ParallelResult:
+class ParallelResult(ResultRows):
     """What a parallel statement gave back; the surface of ``minidb.Result`` plus the phases.
 
     ``phases`` is a list with one dict per phase, ``{node_id: counters}``; ``per_node`` sums
@@ -141,21 +141,6 @@ class ParallelResult:
         self.counters["control_messages"] = self.counters.get("control_messages", 0) + scheduler_messages
         self.counters["scheduler_messages"] = scheduler_messages
         self.counters["phases"] = len(phases)
-
-    def to_arrow(self) -> pa.Table:
-        names = [n for n in self._schema.names if n != RID]
-        schema = self._schema.project(names) if len(names) != len(self._schema.names) else self._schema
-        records = self._records
-        if len(names) != len(self._schema.names):
-            records = np.empty(len(self._records), dtype=schema.dtype)
-            for n in names:
-                records[n] = self._records[n]
-        return schema.arrow_from_records(records)
-
-    def to_pylist(self) -> list[tuple]:
-        table = self.to_arrow()
-        return list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True)) \
-            if table.num_columns else []
 
     def explain(self) -> str:
         return self._plan_text
