@@ -22,12 +22,15 @@ Hints (``db.sql(text, hint=...)`` or a leading ``/*+ ... */`` comment): the sing
 hints (``scan``, ``index``, ``clustered_index``, ``hash_join``, ``nested_loops``), a join placement
 (``local`` = disk nodes, ``remote`` = diskless nodes, ``allnodes``: Gamma's three configurations),
 and for ``CREATE TABLE ... AS SELECT`` the declustering of the result (``partition=hash(a)``, any
-spec ``create_table`` accepts; round-robin when absent).
+spec ``create_table`` accepts; round-robin when absent; ``partition=local``: every node keeps the
+tuples it selected, NonStop SQL's plan for its 1% select-and-insert).
 
 Simplified, compared with Gamma: relations given as generator specs are generated at the host
-and routed like an Arrow source (the nodes do not generate their own slices); the result of
-``CREATE TABLE AS`` is gathered at the host and then dealt round-robin to the disk nodes,
-instead of being stored by the operators directly; the two sides of a join are hashed with the
+and routed like an Arrow source (the nodes do not generate their own slices); a plain
+``CREATE TABLE AS`` selection is pipelined into store operators on the disk nodes, but they
+write their fragment in a phase of their own after the selection ends (Gamma overlaps the two);
+a CREATE TABLE AS over a join, an aggregate or ORDER BY is gathered at the host and then dealt
+out; the two sides of a join are hashed with the
 same function on the values, so join keys must have the same type; a join may have only one
 equality; the host is the coordinator's own process, not a node.
 
@@ -66,6 +69,7 @@ from minidb.catalog import (
     CATALOG_FILE,
     CATALOG_VERSION,
     CLUSTER_FILE,
+    ColumnStats,
     Table,
     _stats_of,
     read_json,
@@ -111,6 +115,28 @@ PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskles
 CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
 
 
+def model_phases(phases: list[dict], scheduler_messages: int, profile, page_size: int,
+                 **options):
+    """The cost model's ``ModeledTime`` for the counters of a statement's phases (``options``
+    go to ``minidb.cost.modeled_time``: ``startup``, ``overlap``)."""
+    from dataclasses import fields
+
+    from minidb.cost.model import WorkCounters, modeled_time
+
+    names = {f.name for f in fields(WorkCounters)}
+
+    def work(c: dict) -> WorkCounters:
+        w = WorkCounters(**{k: v for k, v in c.items() if k in names})
+        # results returned to the host leave the node through its network interface too
+        # (Gamma's host is a separate machine on the ring)
+        w.packets_sent_remote += c.get("packets_to_host", 0)
+        w.bytes_sent_remote += c.get("bytes_to_host", 0)
+        return w
+
+    return modeled_time([{n: work(c) for n, c in phase.items()} for phase in phases], profile,
+                        page_size, coordinator_messages=scheduler_messages, **options)
+
+
 class ParallelResult(ResultRows):
     """What a parallel statement gave back; the surface of ``minidb.Result`` plus the phases.
 
@@ -144,6 +170,11 @@ class ParallelResult(ResultRows):
 
     def explain(self) -> str:
         return self._plan_text
+
+    def modeled(self, profile, page_size: int, **options):
+        """The full ``ModeledTime`` (per phase and node, with bottlenecks) of this statement on
+        ``profile``; ``options`` as for ``minidb.cost.modeled_time`` (e.g. ``startup="serial"``)."""
+        return model_phases(self.phases, self.scheduler_messages, profile, page_size, **options)
 
     def __repr__(self) -> str:
         return f"ParallelResult({self.kind}, rows={self.rows}, phases={len(self.phases)}, wall_s={self.wall_s:.4f})"
@@ -276,6 +307,15 @@ class ParallelDatabase:
         self._save()
         self._take_counters()
 
+    def clear_buffer_pools(self) -> None:
+        """Empty every node's buffer pool (dirty pages written back first), so that the next
+        statement reads its pages from disk, as the papers' measurements of relations larger
+        than memory did."""
+        self._check_open()
+        self.backend.call_all("clear_buffer_pool", {n: () for n in range(self.num_nodes)},
+                              "clear buffer pools")
+        self._take_counters("clear buffer pools")
+
     def fragments(self, table: str) -> list[np.ndarray]:
         """Each disk node's tuples of ``table`` (for checks: every fragment fits its scheme)."""
         t = self.host.catalog.get(table)
@@ -326,9 +366,7 @@ class ParallelDatabase:
             schema, records = run.select(statement.query)
             kind, rows = "select", len(records)
         elif isinstance(statement, CreateTableAsStatement):
-            schema, records = run.select(statement.query)
-            rows = self._store_result(statement.name, schema, records, run,
-                                      result_partition or "round_robin")
+            rows = self._create_table_as(statement, run, result_partition or "round_robin")
             schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "create_table_as"
         elif isinstance(statement, UpdateStatement):
             rows = run.update(statement)
@@ -347,6 +385,21 @@ class ParallelDatabase:
         return ParallelResult(schema, records, kind, rows, wall, run.phases, run.phase_names,
                               run.scheduler_messages, run.explain(), text,
                               self._modeled(run))
+
+    def _create_table_as(self, st: CreateTableAsStatement, run: _Run, partition) -> int:
+        """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
+        disk nodes, as Gamma's "retrieve into" runs (Sections 2.2 and 4); anything else (joins,
+        aggregates, ORDER BY, a partitioning that must see the data first) is computed at the
+        host and then dealt out."""
+        q = st.query
+        plain = (len(q.refs) == 1 and not q.aggregating and not q.order and q.limit is None
+                 and q.visible == len(q.outputs))
+        if plain:
+            stored = run.select_into(st.name, q, partition)
+            if stored is not None:
+                return stored
+        schema, records = run.select(q)
+        return self._store_result(st.name, schema, records, run, partition)
 
     def _store_result(self, name: str, schema: Schema, records: np.ndarray, run: _Run,
                       partition="round_robin") -> int:
@@ -377,23 +430,8 @@ class ParallelDatabase:
     def _modeled(self, run: _Run) -> float | None:
         if self.profile is None:
             return None
-        from dataclasses import fields
-
-        from minidb.cost.model import WorkCounters, modeled_time
-
-        names = {f.name for f in fields(WorkCounters)}
-
-        def work(c: dict) -> WorkCounters:
-            w = WorkCounters(**{k: v for k, v in c.items() if k in names})
-            # results returned to the host leave the node through its network interface too
-            # (Gamma's host is a separate machine on the ring)
-            w.packets_sent_remote += c.get("packets_to_host", 0)
-            w.bytes_sent_remote += c.get("bytes_to_host", 0)
-            return w
-
-        phases = [{n: work(c) for n, c in phase.items()} for phase in run.phases]
-        return modeled_time(phases, self.profile, self.page_size,
-                            coordinator_messages=run.scheduler_messages).total_s
+        return model_phases(run.phases, run.scheduler_messages, self.profile,
+                            self.page_size).total_s
 
     def _take_counters(self, phase: str = "collect counters") -> list[dict]:
         return self.backend.call_all("take_counters", {n: () for n in range(self.num_nodes)}, phase)
@@ -639,6 +677,60 @@ class _Run:
             "unsupported in parallel: a join of more than two tables or on more than one equality "
             "(minidb's parallel engine runs one hash join per query)")
 
+    def select_into(self, name: str, q: SelectQuery, partition) -> int | None:
+        """Select on the disk nodes and send each result tuple through a split table (round-robin
+        unless ``partition`` says otherwise) to the store operator of its disk node, which writes
+        it into its fragment of the new relation ``name``. Returns the tuple count, or None when
+        the partitioning needs to see the data before routing (range_uniform)."""
+        pdb = self.pdb
+        ref = q.refs[0]
+        targets = self._targets(ref)
+        spec = {"id": self.exchange("sel"), "hint": self.hints,
+                "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
+                "steps": [("project", q.outputs)], "sink": None}
+        layout = Schema([c for c in self.dry(spec).schema.columns if c.name != RID])
+        local = isinstance(partition, str) and partition.strip().lower() == "local"
+        p = parse_partitioning("round_robin" if local else partition, layout, len(pdb.disk))
+        try:
+            p.fit(None, len(pdb.disk))
+        except MinidbError:
+            return None  # it learns from the data: fall back to storing through the host
+        shadow = Table.create(pdb.host.disk, pdb.host.buffer, name, layout,
+                              np.empty(0, dtype=layout.dtype))
+        pdb.host.catalog.add(shadow)
+        x, held = self.exchange("store"), self.exchange("held")
+        if local:  # each node stores its own results (NonStop SQL's plan for INSERT ... SELECT)
+            spec["sink"] = {"kind": "hold", "key": held}
+            calls = [(n, "run", (spec,)) for n in targets]
+            texts = [f"select {ref.table.name} on nodes {targets} -> store into {name} locally"]
+        else:
+            spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition",
+                            "consumers": pdb.disk, "partitioner": p}
+            receive = {"id": self.exchange("recv"), "hint": self.hints, "steps": [],
+                       "source": {"kind": "receive", "exchange": x, "producers": targets,
+                                  "schema": layout},
+                       "sink": {"kind": "hold", "key": held}}
+            calls = [(n, "run", (receive,)) for n in pdb.disk] + [(n, "run", (spec,)) for n in targets]
+            texts = [f"select {ref.table.name} on nodes {targets} -> {p.describe()} to nodes "
+                     f"{pdb.disk}", f"store into {name} on nodes {pdb.disk}"]
+        try:
+            self.phase("select into", calls, texts=texts)
+            # the store operators started above now write what they received (a phase of its
+            # own, so one node never runs two disk-using fragments at once)
+            done = self.phase("store result", [(n, "store_held", (held, name, layout))
+                                               for n in pdb.disk], operators=0)
+        except BaseException:
+            pdb.host.drop_table(name)
+            try:
+                pdb._drop_everywhere(name)
+            except MinidbError:
+                pass
+            raise
+        shadow.stats = _merge_stats(layout, [d["stats"] for d in done])
+        shadow._num_records = sum(d["records"] for d in done)
+        pdb.schemes[name.lower()] = p
+        return shadow._num_records
+
     def _targets(self, ref) -> list[int]:
         p = self.pdb.schemes[ref.table.name.lower()]
         disk = self.pdb.disk
@@ -802,6 +894,22 @@ class _Run:
         out = self.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
+
+
+def _merge_stats(schema: Schema, per_node: list[dict]) -> dict:
+    """Column statistics of a relation from its fragments' statistics: exact bounds; distinct
+    values summed over the fragments and capped at the tuple count (exact for a key, an
+    overestimate for a column whose values repeat across nodes)."""
+    merged = {}
+    for c in schema.columns:
+        present = [s for s in (stats_from_json(d[c.name.lower()]) for d in per_node) if s.distinct]
+        if not present:
+            merged[c.name.lower()] = _stats_of(np.empty(0, dtype=schema.dtype)[c.name])
+            continue
+        merged[c.name.lower()] = ColumnStats(min(s.min for s in present),
+                                             max(s.max for s in present),
+                                             sum(s.distinct for s in present))
+    return merged
 
 
 def _split_aggregates(aggregates):

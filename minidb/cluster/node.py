@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from minidb.catalog import Table
+from minidb.catalog import Table, _stats_of, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate
@@ -199,6 +199,10 @@ class Node:
         if self.db.catalog.has(name):
             self.db.drop_table(name)
 
+    def clear_buffer_pool(self) -> None:
+        """Write back and forget every cached page, so the next statement starts cold."""
+        self.db.clear_buffer_pool()
+
     def tables(self) -> list[str]:
         """The tables this node holds a fragment of."""
         return self.db.tables()
@@ -252,6 +256,21 @@ class Node:
             root.close()
         self._count_tree(root)
         return out
+
+    def store_held(self, key: str, name: str, schema: Schema) -> dict:
+        """Write the tuples a ``hold`` sink kept as this node's fragment of a new relation ``name``
+        (the store operator of CREATE TABLE AS); returns their count and column statistics."""
+        parts = self._held.pop(key, [])
+        kept = _concat(parts, schema) if parts else np.empty(0, dtype=schema.dtype)
+        records = np.empty(len(kept), dtype=schema.dtype)
+        for c in schema.columns:
+            records[c.name] = kept[c.name]
+        self.create_fragment(name, schema, records)
+        with self._lock:
+            self._add_tuples("store", len(records))
+        return {"records": len(records),
+                "stats": {c.name.lower(): stats_to_json(_stats_of(records[c.name]))
+                          for c in schema.columns}}
 
     def insert_held(self, key: str, table: str) -> int:
         """Insert the tuples a ``hold`` sink kept (moved tuples of an UPDATE)."""
