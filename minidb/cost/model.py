@@ -15,8 +15,10 @@ For each node in a phase (all times in seconds)::
                 + control_messages x instr_control_message
                 + bytes_short_circuited / 1024 x instr_short_circuit_kb ) / (mips x 10**6)
     disk_s    = (pages_read_random + pages_written_random) x (seek + rotation + transfer)
-              + (pages_read_seq + pages_written_seq) x transfer
+              + (pages_read_seq + pages_written_seq) x (seq_gap + transfer)
                 where transfer = page_size / (disk_transfer_mb_s x 10**6)
+                and seq_gap is the time lost before each page of a sequential run (a lost
+                revolution on a drive read one page at a time, 0 with read-ahead)
     net_s     = bytes_sent_remote x 8 / (net_mbit_s x 10**6)
               + packets_sent_remote x packet_latency
     startup_s = operators_started x operator_startup
@@ -51,8 +53,8 @@ other, text under Figure 6): the phase then begins with the sum of all nodes' st
 
 Simplifications (on purpose)
 ----------------------------
-* Sequential pages pay transfer only: no track-to-track seeks, no per-request overhead, no lost
-  revolutions between small requests. Random pages pay a full average seek and half a revolution.
+* Sequential pages pay their transfer and the profile's fixed gap (no track-to-track seeks).
+  Random pages pay a full average seek and half a revolution.
 * Writes cost as much as reads; mirrored or logged writes are not doubled.
 * Instruction counts per unit of work are fixed averages; caches, pipelines and contention
   (for a lock, for a shared bus between two disks on one channel) are not modeled.
@@ -298,7 +300,7 @@ def node_time(
 
     random_pages = work.pages_read_random + work.pages_written_random
     seq_pages = work.pages_read_seq + work.pages_written_seq
-    disk_s = random_pages * p.random_page_s(page_size) + seq_pages * p.page_transfer_s(page_size)
+    disk_s = random_pages * p.random_page_s(page_size) + seq_pages * p.sequential_page_s(page_size)
 
     net_s = (
         work.bytes_sent_remote * 8 / (p.net_mbit_s * 1e6)

@@ -52,6 +52,7 @@ UNITS: dict[str, str] = {
     "disk_seek_ms": "milliseconds, average seek of a random access",
     "disk_rotation_ms": "milliseconds, average rotational latency (half a revolution)",
     "disk_transfer_mb_s": "MB/s (10**6 bytes per second) from the platter to memory",
+    "disk_seq_gap_ms": "milliseconds lost between two sequential page requests",
     "net_mbit_s": "Mbit/s (10**6 bits per second) through one node's network interface",
     "interconnect_mbit_s": "Mbit/s shared by all nodes of a phase (None: switched, no limit)",
     "packet_latency_ms": "milliseconds the interface adds per packet beyond its bytes",
@@ -102,6 +103,10 @@ class HardwareProfile:
     """Average rotational latency (ms) paid by a random page access."""
     disk_transfer_mb_s: float
     """Transfer rate (MB/s, 10**6 bytes/s): a page costs ``page_size / rate``."""
+    disk_seq_gap_ms: float
+    """Time lost before each page of a sequential run (ms): with one page requested at a time
+    and no read-ahead in the drive, the next page's sectors have passed under the head by the
+    time its request arrives, and the drive waits for them to come round again."""
 
     # network
     net_mbit_s: float
@@ -147,8 +152,12 @@ class HardwareProfile:
     # Derived quantities, used by the model and by the tests.
 
     def page_transfer_s(self, page_size: int) -> float:
-        """Seconds to transfer one page of ``page_size`` bytes (sequential access)."""
+        """Seconds to transfer one page of ``page_size`` bytes."""
         return page_size / (self.disk_transfer_mb_s * 1e6)
+
+    def sequential_page_s(self, page_size: int) -> float:
+        """Seconds for one page of a sequential run: the gap before it plus its transfer."""
+        return self.disk_seq_gap_ms / 1e3 + self.page_transfer_s(page_size)
 
     def random_page_s(self, page_size: int) -> float:
         """Seconds for one random page access: seek + rotational latency + transfer."""
@@ -289,6 +298,7 @@ register_profile(
             instr_control_message=_GAMMA_MSG_INSTR,
             disk_seek_ms=20.0,
             disk_rotation_ms=_rotation_ms(_GAMMA_RPM),
+            disk_seq_gap_ms=2 * _rotation_ms(_GAMMA_RPM),
             disk_transfer_mb_s=_GAMMA_TRACK_BYTES * _GAMMA_RPM / 60 / 1e6,
             net_mbit_s=4.0,
             interconnect_mbit_s=80.0,
@@ -332,6 +342,14 @@ register_profile(
                     "Gamma paper §6.2.3: four messages to schedule an operator on a node, "
                     "x 7 ms each"
                 ),
+                "disk_seq_gap_ms": (
+                    "estimate: one revolution (16.7 ms at 3,600 rpm) lost per page of a scan: "
+                    "pages are requested one at a time and drives of 1985 had no track buffer, so "
+                    "the next page has passed the head when its request arrives (the usual disk "
+                    "model for back-to-back requests without read-ahead, e.g. Ruemmler & Wilkes, "
+                    "IEEE Computer 1994); consistent with Gamma §5.2.2, where 2 KB pages are "
+                    "disk bound, which the transfer time alone would not make them"
+                ),
                 "memory_bytes": "Gamma paper §2.1: two megabytes per VAX 11/750",
             },
         )
@@ -358,6 +376,7 @@ register_profile(
             instr_control_message=_TD_MSG_INSTR,
             disk_seek_ms=20.0,
             disk_rotation_ms=_rotation_ms(3600),
+            disk_seq_gap_ms=2 * _rotation_ms(3600),
             disk_transfer_mb_s=1.86,
             net_mbit_s=96.0,
             interconnect_mbit_s=96.0,
@@ -402,6 +421,7 @@ register_profile(
                     "derived: four control messages per operator and node, the count Gamma "
                     "reports (§6.2.3), x control_message_ms"
                 ),
+                "disk_seq_gap_ms": "estimate: one revolution at 3,600 rpm, the same reasoning as the gamma profile (one block requested at a time, no track buffer); not stated by any paper",
                 "memory_bytes": "Gamma paper §3: each AMP has 2 megabytes of memory",
             },
         )
@@ -443,6 +463,7 @@ _TANDEM_COMMON_SOURCES = {
         "NonStop SQL paper, discussion of the scan results (Figure 6): starting each SQL "
         "executor process takes 'a second or two'; 1.5 s used"
     ),
+    "disk_seq_gap_ms": "NonStop SQL paper: the disc process reads ahead in bulk, so a scan does not wait for the disc between pages (0)",
     "memory_bytes": "NonStop SQL paper, 'The SQL Release 2 Benchmark': 16 MB per processor",
 }
 _TANDEM_CALIBRATED = (
@@ -460,7 +481,8 @@ register_profile(
             instr_control_message=_TANDEM_MSG_INSTR,
             disk_seek_ms=16.0,
             disk_rotation_ms=_rotation_ms(3600),
-            disk_transfer_mb_s=3.0,
+            disk_seq_gap_ms=0.0,
+            disk_transfer_mb_s=1.0,
             net_mbit_s=160.0,
             interconnect_mbit_s=320.0,
             packet_latency_ms=_TANDEM_LATENCY,
@@ -478,7 +500,12 @@ register_profile(
                     "estimate: ~16 ms for the ~800 MB VLX discs (capacity from the NonStop SQL "
                     "paper; their timing is not given)"
                 ),
-                "disk_transfer_mb_s": "estimate: ~3 MB/s for a large late-1980s 8-inch disc",
+                "disk_transfer_mb_s": (
+                    "NonStop SQL paper, introduction: a serial query 'scanning at one megabyte per "
+                    "second'; used as the rate at which one processor's disc process delivers a "
+                    "scan (the bare disc is faster; mirroring, blocking and the disc process's "
+                    "messages are inside this figure)"
+                ),
             },
             calibrated_on=_TANDEM_CALIBRATED,
         )
@@ -495,7 +522,8 @@ register_profile(
             instr_control_message=_TANDEM_MSG_INSTR,
             disk_seek_ms=20.0,
             disk_rotation_ms=_rotation_ms(3600),
-            disk_transfer_mb_s=1.86,
+            disk_seq_gap_ms=0.0,
+            disk_transfer_mb_s=0.5,
             net_mbit_s=160.0,
             interconnect_mbit_s=320.0,
             packet_latency_ms=_TANDEM_LATENCY,
@@ -513,7 +541,10 @@ register_profile(
                     "estimate: ~20 ms for the ~300 MB CLX discs (capacity from the NonStop SQL "
                     "paper; their timing is not given)"
                 ),
-                "disk_transfer_mb_s": "estimate: 1.86 MB/s, an SMD-class rate (FACTS.md, Eagle)",
+                "disk_transfer_mb_s": (
+                    "derived: half the VLX's 1 MB/s scan rate; the NonStop SQL paper (text under "
+                    "Table 2) says a job runs about twice as fast on a VLX as on a CLX"
+                ),
                 "net_mbit_s": "estimate: assumed the same Dynabus path as the VLX (~20 MB/s)",
                 "interconnect_mbit_s": "estimate: assumed the same Dynabus as the VLX",
             },
@@ -546,6 +577,7 @@ register_profile(
             instr_control_message=_SEQ_MSG_INSTR,
             disk_seek_ms=16.0,
             disk_rotation_ms=_rotation_ms(3600),
+            disk_seq_gap_ms=0.0,
             disk_transfer_mb_s=1.8,
             net_mbit_s=53 * 8.0,
             interconnect_mbit_s=53 * 8.0,
@@ -585,6 +617,7 @@ register_profile(
                 "operator_startup_ms": (
                     "estimate: ~10 ms to fork and set up one exchange process under DYNIX"
                 ),
+                "disk_seq_gap_ms": "estimate: 0, Volcano reads multi-page clusters with read-ahead (§4), so a scan does not wait between pages",
                 "memory_bytes": (
                     "derived: 96 MB physical memory (Volcano paper §3.2) split over the 16 "
                     "processes / disks of the experiments"
@@ -615,6 +648,7 @@ register_profile(
             instr_control_message=_O2_MSG_INSTR,
             disk_seek_ms=9.0,
             disk_rotation_ms=_rotation_ms(7200),
+            disk_seq_gap_ms=0.0,
             disk_transfer_mb_s=10.0,
             net_mbit_s=10.0,
             interconnect_mbit_s=None,
@@ -656,6 +690,7 @@ register_profile(
                     "derived: four control messages per operator and node, the count Gamma "
                     "reports (§6.2.3), x control_message_ms"
                 ),
+                "disk_seq_gap_ms": "estimate: 0, the LH* experiments keep the data in main memory",
                 "memory_bytes": "LH* paper §5: each O2 has 64 MBytes of memory",
             },
         )
@@ -698,6 +733,7 @@ def _ingres_profile(name: str, mips: float, memory: int, which: str) -> Hardware
             instr_control_message=_INGRES_MSG_INSTR,
             disk_seek_ms=30.0,
             disk_rotation_ms=_rotation_ms(3600),
+            disk_seq_gap_ms=0.0,
             disk_transfer_mb_s=1.2,
             net_mbit_s=3.0,
             interconnect_mbit_s=3.0,
@@ -736,6 +772,7 @@ def _ingres_profile(name: str, mips: float, memory: int, which: str) -> Hardware
                     "derived: four control messages per operator and node, the count Gamma "
                     "reports (§6.2.3), x control_message_ms"
                 ),
+                "disk_seq_gap_ms": "estimate: 0, the UNIX file system of 1983 reads one block ahead during a sequential read",
                 "memory_bytes": memory_source,
             },
         )
@@ -764,6 +801,7 @@ register_profile(
             instr_control_message=20_000.0,
             disk_seek_ms=0.08,
             disk_rotation_ms=0.0,
+            disk_seq_gap_ms=0.0,
             disk_transfer_mb_s=2000.0,
             net_mbit_s=10_000.0,
             interconnect_mbit_s=None,
@@ -795,6 +833,7 @@ register_profile(
                 "operator_startup_ms": (
                     "estimate: two actor calls (create and start) per operator and node"
                 ),
+                "disk_seq_gap_ms": "estimate: 0, an SSD or the page cache has no rotation to wait for",
                 "memory_bytes": "estimate: " + _HERE_ROUND + "16 GiB per node",
             },
         )
