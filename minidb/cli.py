@@ -6,8 +6,16 @@
                                                                rows, access paths and counters
     minidb sql QUERY --table NAME=FILE.parquet ...             run one statement over Parquet files
 
-User mistakes (unknown generator, bad page size, unsupported SQL ...) print one line on stderr
-and exit with status 2; no traceback. Later issues add ``list``, ``run``, ``reproduce``, ``report``.
+    minidb list [PAPER]                                        the registered experiments
+    minidb run EXPERIMENT [--nodes ...] [--scale ...] [--json] run one experiment, store its rows
+    minidb reproduce PAPER [--quick]                           run all of a paper's experiments
+    minidb report [PAPER] [--json]                             reproduced vs published, cell by
+                                                               cell, and the findings pass / fail
+
+Results go to the results store (``--store FILE`` or $MINIDB_RESULTS, else the user's cache
+directory). Long runs show a progress bar on stderr; ``--json`` prints machine-readable rows on
+stdout. User mistakes (unknown generator or experiment, bad parameter, unsupported SQL ...) print
+one line on stderr and exit with status 2; no traceback.
 """
 
 from __future__ import annotations
@@ -112,6 +120,178 @@ def sql(query: str, tables: tuple[str, ...], indexes: tuple[str, ...], clustered
             click.echo(result.explain())
             for key, value in sorted(result.counters.items()):
                 click.echo(f"  {key} = {value}")
+
+
+# -- experiments -------------------------------------------------------------------------------
+_store_option = click.option(
+    "--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Results store (a DuckDB file); default $MINIDB_RESULTS or the user's cache directory.")
+
+
+class _Bar:
+    """A click progress bar on stderr, driven by an experiment's Progress calls."""
+
+    def __init__(self, title: str):
+        self.title, self.bar = title, None
+
+    def start(self, total: int, label: str = "") -> None:
+        self.bar = click.progressbar(length=max(1, total), label=self.title, file=sys.stderr,
+                                     show_pos=True, item_show_func=lambda x: x)
+        self.bar.__enter__()
+
+    def advance(self, label: str = "") -> None:
+        if self.bar is not None:
+            self.bar.update(1, label)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _open_store(path: Path | None):
+    from minidb.results import ResultsStore
+
+    return ResultsStore(path)
+
+
+@main.command(name="list")
+@click.argument("paper", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the experiments as JSON.")
+@_user_errors
+def list_experiments(paper: str | None, as_json: bool) -> None:
+    """List the registered experiments (of PAPER)."""
+    import json
+
+    from minidb.experiments import experiments
+
+    found = experiments(paper)
+    if as_json:
+        click.echo(json.dumps([{"name": e.name, "paper": e.paper, "title": e.title,
+                                "references": list(e.references), "defaults": e.defaults,
+                                "quick": e.quick} for e in found], indent=1))
+        return
+    for e in found:
+        click.echo(f"{e.name:26} {', '.join(e.references):40} {e.title}")
+        click.echo(f"{'':26}   parameters: " + ", ".join(f"{k}={v}" for k, v in e.defaults.items()))
+
+
+@main.command(name="run")
+@click.argument("experiment")
+@click.option("--nodes", default=None, help="Node counts, e.g. 1,2,4,8 (or one count).")
+@click.option("--scale", type=float, default=None, help="Relation sizes x SCALE (1 = paper's).")
+@click.option("--profile", default=None, help="Hardware profile for the modeled clock.")
+@click.option("--backend", type=click.Choice(["inline", "ray"]), default=None,
+              help="Run nodes in this process (inline) or as Ray actors (ray).")
+@click.option("--quick", is_flag=True, help="The small settings reproduce --quick uses.")
+@click.option("--set", "settings", multiple=True, metavar="NAME=VALUE",
+              help="Any other parameter of the experiment (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON lines on stdout.")
+@_store_option
+@_user_errors
+def run_cmd(experiment: str, nodes: str | None, scale: float | None, profile: str | None,
+            backend: str | None, quick: bool, settings: tuple[str, ...], as_json: bool,
+            store_path: Path | None) -> None:
+    """Run one EXPERIMENT (see `minidb list`) and store its rows."""
+    from minidb.experiments import ExperimentError, get_experiment
+    from minidb.experiments.reproduce import run_and_store
+
+    exp = get_experiment(experiment)
+    overrides: dict = {"scale": scale, "profile": profile, "backend": backend}
+    if nodes is not None:
+        key = "partitions" if "partitions" in exp.defaults else "nodes"
+        overrides[key] = nodes
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ExperimentError(f"--set {item!r}: write it as NAME=VALUE")
+        overrides[key.strip()] = value
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    unknown = [k for k in overrides if k not in exp.defaults]
+    if unknown:
+        raise ExperimentError(f"{exp.name} has no parameter {unknown[0]!r}; it takes: "
+                              f"{', '.join(exp.defaults)}")
+    store = _open_store(store_path)
+    bar = _Bar(exp.name)
+    try:
+        run_id, rows = run_and_store(exp, store, overrides, quick, bar)
+    finally:
+        bar.close()
+    _print_rows(rows, run_id, as_json)
+    click.echo(f"run {run_id}: {len(rows)} rows stored in {store.path}", err=True)
+
+
+def _print_rows(rows: list[dict], run_id: str, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        for r in rows:
+            click.echo(json.dumps({**r, "run_id": run_id}))
+        return
+    shown = [r for r in rows if r["clock"] == "modeled"]
+    for r in shown:
+        click.echo(f"{r['reference'] or '-':9} {r['row']:40} {r['column']:16} "
+                   f"{r['metric']:24} {r['value']:12.4g} {r['unit']}")
+
+
+@main.command()
+@click.argument("paper")
+@click.option("--quick", is_flag=True, help="Reduced sizes: minutes on a laptop.")
+@click.option("--backend", type=click.Choice(["inline", "ray"]), default=None,
+              help="Run nodes in this process (inline) or as Ray actors (ray).")
+@_store_option
+@_user_errors
+def reproduce(paper: str, quick: bool, backend: str | None, store_path: Path | None) -> None:
+    """Run every experiment of PAPER (gamma, tandem, ...) and store the results."""
+    from minidb.experiments.reproduce import reproduce as run_all
+
+    store = _open_store(store_path)
+    bars: list[_Bar] = []
+
+    def progress_for(exp):
+        for b in bars:
+            b.close()
+        bars.append(_Bar(exp.name))
+        return bars[-1]
+
+    start = time.perf_counter()
+    try:
+        done = run_all(paper, store, quick, progress_for,
+                       {"backend": backend} if backend else None)
+    finally:
+        for b in bars:
+            b.close()
+    for name, run_id, count in done:
+        click.echo(f"{name:26} run {run_id}  {count:5} rows")
+    click.echo(f"{paper}: {len(done)} experiments in {time.perf_counter() - start:.1f} s; "
+               f"stored in {store.path}; see `minidb report {paper}`")
+
+
+@main.command()
+@click.argument("paper", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print cells and findings as JSON.")
+@click.option("--strict", is_flag=True, help="Exit with status 1 if a finding fails.")
+@_store_option
+@_user_errors
+def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | None) -> None:
+    """Reproduced vs published numbers, cell by cell, and the papers' findings."""
+    import json
+
+    from minidb.experiments.report import format_report
+    from minidb.experiments.reproduce import build_report
+
+    reports = build_report(_open_store(store_path), paper)
+    if not reports:
+        click.echo("no stored runs yet; run `minidb reproduce gamma --quick` first")
+        return
+    if as_json:
+        click.echo(json.dumps([{"paper": r.paper, "summary": r.summary(), "cells": r.cells,
+                                "findings": [f.__dict__ for f in r.findings]}
+                               for r in reports], default=str, indent=1))
+    else:
+        click.echo(format_report(reports))
+    if strict and any(f.status == "fail" for r in reports for f in r.findings):
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,76 @@
+"""The machines the papers measured, built from minidb parts, and one cold measurement on them.
+
+``build`` opens a parallel minidb shaped like a paper's machine (its node count, page size,
+buffer pool from the profile's memory, backend); ``measure`` runs one statement from a cold
+buffer pool, as the papers measured relations larger than memory, and prices its counters with
+the machine's hardware profile (``minidb.cost``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minidb.cluster.coordinator import ParallelDatabase
+from minidb.cost.profiles import HardwareProfile, get_profile
+
+MIN_BUFFER_PAGES = 16
+
+
+def scaled_fixed_costs(profile: str | HardwareProfile, scale: float) -> HardwareProfile:
+    """``profile`` with its fixed per-query costs (operator startup, control messages) multiplied
+    by ``scale``: a run on a relation ``scale`` times the paper's then keeps the paper's ratio of
+    fixed to per-tuple work, so ratios such as speedup and scaleup stay comparable (similarity
+    scaling, as a wind tunnel scales a model). Absolute times are then ``scale`` times the
+    full-size ones. At scale 1 the profile is unchanged."""
+    base = get_profile(profile)
+    if scale >= 1:
+        return base
+    note = f"similarity scaling: {base.name}'s value x scale {scale:g} (minidb.experiments)"
+    return base.replace(operator_startup_ms=base.operator_startup_ms * scale,
+                        control_message_ms=base.control_message_ms * scale,
+                        sources={"operator_startup_ms": note, "control_message_ms": note})
+
+
+def build(nodes: int, profile: str | HardwareProfile, page_size: int = 4096,
+          backend: str = "inline", disk_nodes: int | None = None) -> ParallelDatabase:
+    """A parallel database of ``nodes`` nodes priced with ``profile``; each node's buffer pool
+    holds as many pages as the profile's memory per node (at least 16)."""
+    memory = get_profile(profile).memory_bytes
+    return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size, profile=profile,
+                            disk_nodes=disk_nodes,
+                            buffer_pages=max(MIN_BUFFER_PAGES, memory // page_size))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One statement's clocks and what it did."""
+
+    modeled_s: float
+    wall_s: float
+    rows: int
+    bottleneck: str
+    """The resource of the slowest node in the longest phase: cpu, disk, net or startup."""
+    access_paths: tuple[str, ...]
+    """Operator kinds that read the relation (heap_scan, index_scan, clustered_index_scan...)."""
+    counters: dict
+
+
+ACCESS_KINDS = ("heap_scan", "index_scan", "clustered_index_scan", "hash_lookup",
+                "dense_index_scan")
+
+
+def measure(db: ParallelDatabase, statement: str, drop: str | None = None,
+            startup: str = "per_node") -> Measurement:
+    """Run ``statement`` from a cold buffer pool and price it on the database's profile;
+    ``drop`` names a result relation to drop afterwards (CREATE TABLE AS)."""
+    db.clear_buffer_pools()
+    result = db.sql(statement)
+    modeled = result.modeled(db.profile, db.page_size, startup=startup)
+    longest = max(modeled.phases, key=lambda ph: ph.total_s)
+    kinds = set()
+    for counters in result.per_node.values():
+        kinds |= {k for k, n in counters.get("operators", {}).items() if n and k in ACCESS_KINDS}
+    if drop is not None:
+        db.drop_table(drop)
+    return Measurement(modeled.total_s, result.wall_s, result.rows, longest.bottleneck,
+                       tuple(sorted(kinds)), dict(result.counters))

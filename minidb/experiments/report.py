@@ -1,0 +1,46 @@
+"""Text layout of ``minidb report``: per paper, each table or figure with reproduced and published
+values side by side and their ratio, then the findings as PASS / FAIL, then a one-line summary."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from minidb.experiments.reproduce import PaperReport
+
+
+def _number(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def format_report(reports: list[PaperReport]) -> str:
+    lines: list[str] = []
+    for rep in reports:
+        lines += [f"== {rep.paper}: {rep.title}", ""]
+        cells = sorted(rep.cells, key=lambda c: (c["reference"], c["row"], c["column"]))
+        missing = []
+        for reference, group in groupby(cells, key=lambda c: c["reference"]):
+            group = list(group)
+            if not any(c.get("reproduced") is not None for c in group):
+                missing.append(f"{reference} ({len(group)})")
+                continue
+            lines.append(f"{reference}  (reproduced on the modeled clock)")
+            lines.append(f"  {'row':44} {'column':18} {'metric':22} {'minidb':>9} {'paper':>9} "
+                         f"{'ratio':>6}")
+            for c in group:
+                mark = "" if c.get("within_2x") is None else ("" if c["within_2x"] else "  >2x")
+                lines.append(f"  {c['row']:44} {c['column']:18} {c['metric']:22} "
+                             f"{_number(c.get('reproduced')):>9} {_number(c.get('published')):>9} "
+                             f"{_number(c.get('ratio')):>6}{mark}")
+            lines.append("")
+        if missing:
+            lines += ["Published numbers not reproduced by the stored runs (cells): "
+                      + ", ".join(missing), ""]
+        lines.append("Findings")
+        for f in rep.findings:
+            lines.append(f"  {f.status.upper():12} {f.name}  ({f.source})")
+            lines.append(f"  {'':12} {f.claim}")
+            lines.append(f"  {'':12} measured: {f.detail}")
+        lines += ["", rep.summary(), ""]
+    return "\n".join(lines)

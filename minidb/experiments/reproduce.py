@@ -1,0 +1,121 @@
+"""Run experiments into the results store, and compare what is stored with the papers.
+
+``run_and_store`` runs one experiment as one recorded run (``minidb.results.ResultsStore``): a run
+that raises is recorded as failed, with no rows. ``reproduce`` runs every experiment of a paper.
+``build_report`` gathers, for ``minidb report``, the cell-by-cell comparison of the latest rows
+with the published values and the findings checked on those rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from minidb.experiments.findings import FindingResult, check_findings
+from minidb.experiments.registry import (
+    PAPERS,
+    Experiment,
+    Params,
+    Progress,
+    check_paper,
+    experiments,
+    get_experiment,
+)
+from minidb.results import ResultsStore
+
+
+def _nodes_of(params: Params) -> list[int] | None:
+    for key in ("nodes", "partitions"):
+        value = params.get(key)
+        if isinstance(value, int):
+            return [value]
+        if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            return value
+    return None
+
+
+def run_and_store(experiment: Experiment | str, store: ResultsStore,
+                  overrides: Params | None = None, quick: bool = False,
+                  progress: Progress | None = None) -> tuple[str, list[dict]]:
+    """Run one experiment and store it as one run; returns (run id, rows)."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    params = exp.parameters(overrides, quick)
+    profiles = sorted({str(params[k]) for k in ("profile",) if k in params}) or None
+    with store.record_run(exp.name, exp.paper, params, backend=params.get("backend"),
+                          profile=profiles[0] if profiles else None,
+                          scale=params.get("scale"), nodes=_nodes_of(params)) as run:
+        rows = exp.function(params, progress or Progress())
+        from minidb.experiments.registry import check_row
+
+        for r in rows:
+            check_row(r)
+        run.extend(rows)
+    return run.run_id, rows
+
+
+def reproduce(paper: str, store: ResultsStore, quick: bool = False,
+              progress_for: Callable[[Experiment], Progress] | None = None,
+              overrides: Params | None = None) -> list[tuple[str, str, int]]:
+    """Run every experiment of ``paper``; returns (experiment, run id, rows) per experiment.
+    ``overrides`` (e.g. ``{"backend": "ray"}``) apply to every experiment that takes them."""
+    check_paper(paper)
+    done = []
+    for exp in experiments(paper):
+        mine = {k: v for k, v in (overrides or {}).items() if k in exp.defaults}
+        progress = progress_for(exp) if progress_for else Progress()
+        run_id, rows = run_and_store(exp, store, mine, quick, progress)
+        done.append((exp.name, run_id, len(rows)))
+    return done
+
+
+@dataclass
+class PaperReport:
+    """What ``minidb report`` shows for one paper."""
+
+    paper: str
+    title: str
+    cells: list[dict] = field(default_factory=list)
+    """Reference cells with a number (status ok or prose) and their modeled reproduction."""
+    findings: list[FindingResult] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+
+    @property
+    def compared(self) -> list[dict]:
+        return [c for c in self.cells if c.get("ratio") is not None]
+
+    @property
+    def within_2x(self) -> int:
+        return sum(1 for c in self.compared if c["within_2x"])
+
+    def summary(self) -> str:
+        passed = sum(f.status == "pass" for f in self.findings)
+        failed = sum(f.status == "fail" for f in self.findings)
+        unchecked = sum(f.status == "not checked" for f in self.findings)
+        numbered = [c for c in self.cells]
+        return (f"{self.paper}: {self.within_2x} of {len(self.compared)} reproduced cells within a "
+                f"factor of 2 of the paper ({len(numbered) - len(self.compared)} published cells "
+                f"not reproduced by the stored runs); findings: {passed} pass, {failed} fail, "
+                f"{unchecked} not checked")
+
+
+def build_report(store: ResultsStore, paper: str | None = None) -> list[PaperReport]:
+    """A report per paper (only papers with stored runs, unless ``paper`` is named)."""
+    papers = [check_paper(paper)] if paper else list(PAPERS)
+    reports = []
+    for p in papers:
+        runs = [r for r in store.runs(paper=p)]
+        if paper is None and not runs:
+            continue
+        rows = [_decoded(r) for r in store.rows(paper=p)]
+        cells = [c for c in store.compare(p)
+                 if c.get("status") in ("ok", "prose") and c.get("clock") in ("modeled", None)]
+        reports.append(PaperReport(p, PAPERS[p], cells, check_findings(rows, p), runs))
+    return reports
+
+
+def _decoded(row: dict) -> dict:
+    params = row.get("parameters")
+    if isinstance(params, str):
+        row = {**row, "parameters": json.loads(params) if params else {}}
+    return row

@@ -1,0 +1,126 @@
+"""NonStop SQL Release 2's audited speedup and batch-scaleup benchmark (Englert et al. 1989).
+
+Rebuilds Table 2 of the paper (section "The SQL Release 2 Benchmark"): four queries over a
+200-byte Wisconsin-like table, on VLX and CLX processors, each with its own discs:
+
+* ``table_scan``: a scan whose predicate is always false (``hundpct > size``), no rows returned;
+* ``select_1pct_insert``: a random 1% (``hundpct < size / 100``) inserted into a result table,
+  each executor inserting into its local partition (``partition=local``);
+* ``average``: ``AVG(onepct)``, partial sums and counts per partition combined by the application;
+* ``update_1pct``: ``four = four + 117`` on a random 1% of the rows.
+
+``tandem.speedup`` runs them on fixed-size F tables partitioned over 2, 4, 8 (and, on the VLX,
+16) processors; speedup is the elapsed time on 2 partitions over the time on n, so 2 partitions
+is 1.00, as in the paper's table. ``tandem.scaleup`` grows the G tables with the partitions
+(a fixed number of rows per partition); batch scaleup is elapsed time on n over elapsed time on
+2 (the paper's definition, good values near 1). Table sizes are Table 1's (F: 8,000,000 rows on
+the VLX, 2,441,440 on the CLX; G: 1,000,000 and 420,000 rows per partition), times ``scale``.
+
+Tables are range-partitioned on the primary key unique2 over 4 KB pages. Executors are started
+one after the other (``startup="serial"`` in the cost model), as the paper reports for Release 2
+("a second or two per process"). The join row of Table 2 belongs to the join experiments.
+
+Below full size (``scale < 1``) the fixed costs are scaled with the data (``similar=True``, see
+``minidb.experiments.machines.scaled_fixed_costs``): Table 2 holds only ratios, and a 1% copy of
+the benchmark with full-size startup costs would measure startup, not the benchmark. The paper
+itself notes that startup is what bends its curves when a job takes only minutes.
+"""
+
+from __future__ import annotations
+
+from minidb.datagen import generate
+from minidb.experiments.machines import build, measure, scaled_fixed_costs
+from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
+
+MACHINES = {"vlx": {"profile": "tandem_vlx", "f_rows": 8_000_000, "g_rows": 1_000_000,
+                    "partitions": [2, 4, 8, 16]},
+            "clx": {"profile": "tandem_clx", "f_rows": 2_441_440, "g_rows": 420_000,
+                    "partitions": [2, 4, 8]}}
+QUERIES = ("table_scan", "select_1pct_insert", "average", "update_1pct")
+PAGE_SIZE = 4096
+
+
+def statements(rows: int) -> dict[str, str]:
+    """The benchmark's four statements for a table of ``rows`` rows."""
+    return {
+        "table_scan": f"SELECT * FROM t WHERE hundpct > {rows}",
+        "select_1pct_insert": "/*+ partition=local */ CREATE TABLE result AS "
+                              f"SELECT * FROM t WHERE hundpct < {rows // 100}",
+        "average": "SELECT AVG(onepct) AS a FROM t",
+        "update_1pct": f"UPDATE t SET four = four + 117 WHERE hundpct < {rows // 100}",
+    }
+
+
+def _machines(p: Params) -> list[str]:
+    unknown = [m for m in p["machines"] if m not in MACHINES]
+    if unknown:
+        raise ExperimentError(f"unknown Tandem machine {unknown[0]!r}; choose vlx or clx")
+    return p["machines"]
+
+
+def _run_table(machine: str, partitions: int, rows: int, p: Params) -> dict[str, object]:
+    """Load a table of ``rows`` rows over ``partitions`` processors and time every query."""
+    profile = MACHINES[machine]["profile"]
+    if p["similar"]:
+        profile = scaled_fixed_costs(profile, p["scale"])
+    db = build(partitions, profile, PAGE_SIZE, p["backend"])
+    try:
+        db.create_table("t", generate("tandem", rows, seed=p["seed"]),
+                        partition="range_uniform(unique2)")
+        out = {}
+        for query, text in statements(rows).items():
+            out[query] = measure(db, text, drop="result" if "CREATE" in text else None,
+                                 startup="serial")
+        return out
+    finally:
+        db.close()
+
+
+def _benchmark(name: str, kind: str, p: Params, progress: Progress) -> list[dict]:
+    machines = _machines(p)
+    plan = [(m, n) for m in machines for n in sorted(p["partitions"])
+            if n in MACHINES[m]["partitions"] or n < 2]
+    if not plan:
+        raise ExperimentError(f"{name}: no partition count of {p['partitions']} fits the machines "
+                              "(VLX: 2-16, CLX: 2-8)")
+    progress.start(len(plan))
+    rows, first = [], {}
+    metric = "speedup" if kind == "f" else "scaleup"
+    for machine, n in plan:
+        spec = MACHINES[machine]
+        size = (max(100, round(spec["f_rows"] * p["scale"])) if kind == "f"
+                else max(100, round(spec["g_rows"] * p["scale"])) * n)
+        measured = _run_table(machine, n, size, p)
+        column = f"{machine}_{kind}{n}"
+        for query, m in measured.items():
+            params = {"machine": machine, "profile": spec["profile"], "partitions": n,
+                      "rows": size, "query": query, "scale": p["scale"], "seed": p["seed"],
+                      "backend": p["backend"], "similar": p["similar"]}
+            rows.append(make_row(name, "", query, column, params, "elapsed", m.modeled_s, "s"))
+            rows.append(make_row(name, "", query, column, params, "elapsed", m.wall_s, "s",
+                                 clock="wall"))
+            first.setdefault((machine, query), (n, m.modeled_s))
+            n0, t0 = first[(machine, query)]
+            ratio = t0 / m.modeled_s if kind == "f" else m.modeled_s / t0
+            ref = "Table 2" if n0 == 2 else ""
+            rows.append(make_row(name, ref, query, column, params, metric, ratio, "ratio"))
+        progress.advance(f"{machine.upper()} {kind.upper()}{n}")
+    return rows
+
+
+@experiment("tandem.speedup", title="NonStop SQL speedup on fixed-size F tables",
+            references=("Table 2",),
+            defaults={"scale": 1.0, "machines": ["vlx", "clx"], "partitions": [2, 4, 8, 16],
+                      "seed": 1, "backend": "inline", "similar": True},
+            quick={"scale": 0.01})
+def speedup(p: Params, progress: Progress) -> list[dict]:
+    return _benchmark("tandem.speedup", "f", p, progress)
+
+
+@experiment("tandem.scaleup", title="NonStop SQL batch scaleup on growing G tables",
+            references=("Table 2",),
+            defaults={"scale": 1.0, "machines": ["vlx", "clx"], "partitions": [2, 4, 8, 16],
+                      "seed": 1, "backend": "inline", "similar": True},
+            quick={"scale": 0.01})
+def scaleup(p: Params, progress: Progress) -> list[dict]:
+    return _benchmark("tandem.scaleup", "g", p, progress)
