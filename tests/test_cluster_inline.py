@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import (
+from cluster_checks import (
     check_against_duckdb,
     check_fragments,
     check_load,

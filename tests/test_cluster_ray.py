@@ -8,7 +8,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import check_against_duckdb, check_load, check_packets, load, oracle
+from cluster_checks import check_against_duckdb, check_load, check_packets, load, oracle
 
 import minidb
 from minidb.errors import MinidbError
