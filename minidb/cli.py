@@ -135,6 +135,8 @@ class _Bar:
         self.title, self.bar = title, None
 
     def start(self, total: int, label: str = "") -> None:
+        if not sys.stderr.isatty():
+            return  # no bar in logs and pipes
         self.bar = click.progressbar(length=max(1, total), label=self.title, file=sys.stderr,
                                      show_pos=True, item_show_func=lambda x: x)
         self.bar.__enter__()

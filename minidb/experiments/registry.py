@@ -99,6 +99,7 @@ class Experiment:
                 raise ExperimentError(
                     f"{self.name} has no parameter {key!r}; it takes: {', '.join(self.defaults)}")
             params[key] = _coerce(self.name, key, value, self.defaults[key])
+        _check_known(params)
         return params
 
     def run(self, overrides: Params | None = None, quick: bool = False,
@@ -184,6 +185,24 @@ def check_row(r: dict) -> None:
         raise ExperimentError(f"experiment row has clock {r['clock']!r}, not one of {CLOCKS}")
     if not isinstance(r["value"], float) or r["value"] != r["value"]:
         raise ExperimentError(f"experiment row has no number: {r}")
+
+
+def _check_known(params: Params) -> None:
+    """Names that must exist before anything runs: the profile and the backend."""
+    if "profile" in params:
+        from minidb.cost.profiles import get_profile
+
+        get_profile(params["profile"])  # an unknown name lists the known ones
+    if "backend" in params and params["backend"] not in ("inline", "ray"):
+        raise ExperimentError(f"backend must be 'inline' or 'ray', not {params['backend']!r}")
+    for key in ("scale",):
+        if key in params and not params[key] > 0:
+            raise ExperimentError(f"{key} must be a positive number, not {params[key]!r}")
+    for key in ("nodes", "partitions", "page_sizes", "sizes"):
+        values = params.get(key)
+        values = [values] if isinstance(values, int) else values
+        if values is not None and (not values or any(v < 1 for v in values)):
+            raise ExperimentError(f"{key} must be positive whole numbers, not {params[key]!r}")
 
 
 def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
