@@ -8,12 +8,35 @@ the machine's hardware profile (``minidb.cost``).
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from minidb.cluster.coordinator import ParallelDatabase
 from minidb.cost.profiles import HardwareProfile, get_profile
 
 MIN_BUFFER_PAGES = 16
+
+
+@contextlib.contextmanager
+def runtime(backend: str | None) -> Iterator[None]:
+    """One local Ray instance for a whole experiment when ``backend`` is "ray" (each machine the
+    experiment builds then starts its actors in it, instead of starting Ray again); it is shut
+    down at the end unless it was already running. Nothing to do for "inline"."""
+    if backend != "ray":
+        yield
+        return
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(include_dashboard=False, log_to_driver=False, num_cpus=os.cpu_count() or 2)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def scaled_fixed_costs(profile: str | HardwareProfile, scale: float) -> HardwareProfile:

@@ -106,7 +106,14 @@ class Experiment:
             progress: Progress | None = None) -> list[dict]:
         """Run with the given parameters and return its tidy rows (checked)."""
         params = self.parameters(overrides, quick)
-        rows = self.function(params, progress or Progress())
+        return self.call(params, progress)
+
+    def call(self, params: Params, progress: Progress | None = None) -> list[dict]:
+        """Run with checked ``params`` (from ``parameters``) and return the checked rows."""
+        from minidb.experiments.machines import runtime
+
+        with runtime(params.get("backend")):
+            rows = self.function(params, progress or Progress())
         for r in rows:
             check_row(r)
         return rows

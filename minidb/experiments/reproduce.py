@@ -45,11 +45,7 @@ def run_and_store(experiment: Experiment | str, store: ResultsStore,
     with store.record_run(exp.name, exp.paper, params, backend=params.get("backend"),
                           profile=profiles[0] if profiles else None,
                           scale=params.get("scale"), nodes=_nodes_of(params)) as run:
-        rows = exp.function(params, progress or Progress())
-        from minidb.experiments.registry import check_row
-
-        for r in rows:
-            check_row(r)
+        rows = exp.call(params, progress)
         run.extend(rows)
     return run.run_id, rows
 
