@@ -11,6 +11,7 @@
     minidb reproduce PAPER [--quick]                           run all of a paper's experiments
     minidb report [PAPER] [--json]                             reproduced vs published, cell by
                                                                cell, and the findings pass / fail
+    minidb app [--port P]                                      the Streamlit explorer
 
 Results go to the results store (``--store FILE`` or $MINIDB_RESULTS, else the user's cache
 directory). Long runs show a progress bar on stderr; ``--json`` prints machine-readable rows on
@@ -294,6 +295,33 @@ def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | No
         click.echo(format_report(reports))
     if strict and any(f.status == "fail" for r in reports for f in r.findings):
         sys.exit(1)
+
+
+@main.command()
+@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve on.")
+@click.option("--headless", is_flag=True, help="Do not open a browser.")
+@_store_option
+@_user_errors
+def app(port: int, headless: bool, store_path: Path | None) -> None:
+    """Start the Streamlit explorer (app/Home.py) on the results store."""
+    import os
+    import subprocess
+
+    home = Path(__file__).resolve().parents[1] / "app" / "Home.py"
+    if not home.is_file():
+        raise MinidbError(f"the explorer is not here ({home}); it ships with the source checkout")
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        raise MinidbError("the explorer needs streamlit: pip install -e '.[app]'") from None
+    env = dict(os.environ)
+    if store_path is not None:
+        env["MINIDB_RESULTS"] = str(store_path)
+    command = [sys.executable, "-m", "streamlit", "run", str(home), "--server.port", str(port),
+               "--browser.gatherUsageStats", "false"]
+    if headless:
+        command += ["--server.headless", "true"]
+    sys.exit(subprocess.call(command, env=env))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -85,15 +85,16 @@ def scaled(sizes: list[int], scale: float) -> list[int]:
     return [max(100, int(round(n * scale))) for n in sizes]
 
 
-def load_wisconsin(db, tuples: int, seed: int, system: str, relations=("heap", "indexed")) -> None:
+def load_wisconsin(db, tuples: int, seed: int, system: str, relations=("heap", "indexed"),
+                   partitioner: str = "hash(unique1)") -> None:
     """The benchmark relations on ``db``: ``heap`` (no index) and ``indexed`` (Gamma: clustered
     index on unique1 and non-clustered on unique2; Teradata: hash file on unique1 with a dense
-    index on unique2), both hash-partitioned on unique1."""
+    index on unique2), both declustered by ``partitioner`` (the paper: hash on unique1)."""
     data = generate("wisconsin", tuples, seed=seed)
     organization = SYSTEMS[system]["organization"]
     key = "unique1" if organization == "hash" else None
     for name in relations:
-        db.create_table(name, data, partition="hash(unique1)", organization=organization, key=key)
+        db.create_table(name, data, partition=partitioner, organization=organization, key=key)
     if "indexed" in relations:
         if system == "gamma":
             db.create_index("indexed", "unique1", clustered=True)
@@ -208,25 +209,26 @@ def _check_systems(systems: list[str]) -> list[str]:
 @experiment("gamma.selection_speedup", title="Selection response time and speedup, 1-8 disk nodes",
             references=("Figure 2", "Figure 3", "Figure 4", "Figure 5"),
             defaults={"scale": 1.0, "nodes": [1, 2, 3, 4, 5, 6, 7, 8], "seed": 1,
-                      "backend": "inline", "profile": "gamma"},
+                      "backend": "inline", "profile": "gamma", "partitioner": "hash(unique1)"},
             quick={"nodes": [1, 2, 4, 8]})
 def selection_speedup(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.selection_speedup"
     tuples = scaled([FIGURE_TUPLES], p["scale"])[0]
-    paper_config = tuples == FIGURE_TUPLES and p["profile"] == "gamma"
+    paper_config = (tuples == FIGURE_TUPLES and p["profile"] == "gamma"
+                    and p["partitioner"] == "hash(unique1)")
     progress.start(len(p["nodes"]))
     rows, base = [], {}
     for nodes in sorted(p["nodes"]):
         db = build(nodes, p["profile"], PAGE_SIZE, p["backend"])
         try:
-            load_wisconsin(db, tuples, p["seed"], "gamma")
+            load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_2_QUERIES + FIGURE_4_QUERIES:
                 figure = 2 if query in FIGURE_2_QUERIES else 4
                 # the 0% indexed selection appears only in Figure 5 (with its times in the text)
                 time_figure = 5 if query == "select_0pct_nonclustered_index" else figure
                 params = {"tuples": tuples, "nodes": nodes, "page_size": PAGE_SIZE,
                           "profile": p["profile"], "query": query, "seed": p["seed"],
-                          "backend": p["backend"]}
+                          "backend": p["backend"], "partitioner": p["partitioner"]}
                 m = measure(db, select_into(query, tuples), drop="result")
                 column = f"nodes_{nodes}"
                 ref = f"Figure {time_figure}" if paper_config else ""
@@ -249,23 +251,25 @@ def selection_speedup(p: Params, progress: Progress) -> list[dict]:
 @experiment("gamma.page_size", title="Selections with disk pages of 2 to 32 KB on 8 nodes",
             references=("Figure 6", "Figure 7", "Figure 8", "Figure 9"),
             defaults={"scale": 1.0, "page_sizes": [2048, 4096, 8192, 16384, 32768],
-                      "nodes": FIGURE_NODES, "seed": 1, "backend": "inline", "profile": "gamma"},
+                      "nodes": FIGURE_NODES, "seed": 1, "backend": "inline", "profile": "gamma",
+                      "partitioner": "hash(unique1)"},
             quick={})
 def page_size(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.page_size"
     tuples = scaled([FIGURE_TUPLES], p["scale"])[0]
-    paper_config = tuples == FIGURE_TUPLES and p["nodes"] == FIGURE_NODES and p["profile"] == "gamma"
+    paper_config = (tuples == FIGURE_TUPLES and p["nodes"] == FIGURE_NODES
+                    and p["profile"] == "gamma" and p["partitioner"] == "hash(unique1)")
     progress.start(len(p["page_sizes"]))
     rows, base = [], {}
     for size in sorted(p["page_sizes"]):
         db = build(p["nodes"], p["profile"], size, p["backend"])
         try:
-            load_wisconsin(db, tuples, p["seed"], "gamma")
+            load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_6_QUERIES + FIGURE_8_QUERIES:
                 figure = 6 if query in FIGURE_6_QUERIES else 8
                 params = {"tuples": tuples, "nodes": p["nodes"], "page_size": size,
                           "profile": p["profile"], "query": query, "seed": p["seed"],
-                          "backend": p["backend"]}
+                          "backend": p["backend"], "partitioner": p["partitioner"]}
                 m = measure(db, select_into(query, tuples), drop="result")
                 column = f"page_{size // 1024}kb"
                 ref = f"Figure {figure}" if paper_config else ""

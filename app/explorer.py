@@ -1,0 +1,654 @@
+"""The explorer's logic: what the Streamlit pages show, computed without Streamlit.
+
+The pages (``Home.py`` and ``pages/*.py``) only draw widgets and hand the user's choices to the
+functions here. These read the results store (``minidb.results.ResultsStore``) and the experiment
+registry (``minidb.experiments``) and return plain values, pandas tables and Altair charts, so
+they can be tested with pytest and reused from a notebook (put ``app/`` on ``sys.path``).
+
+What each page needs:
+
+* Home: ``papers_summary`` (which papers have stored runs) and ``reproduce_quickly``.
+* Published vs reproduced: ``published_cells`` -> ``cells_frame`` -> ``style_cells`` (the paper's
+  numbers beside the latest run's, red beyond a factor of 2); ``curve_frame``,
+  ``published_points`` and ``ideal_line`` -> ``curve_chart`` (response time or speedup against
+  nodes or page size, the paper's points, the linear ideal); ``pivot_frame`` (the run's table).
+* Run: ``parameter_specs`` (one widget per parameter the experiment takes), ``BarProgress`` (the
+  experiment's ``Progress`` on a Streamlit progress bar), ``run_configuration``, ``rows_frame``.
+* Compare runs: ``default_pair``, ``run_label``, ``parameter_diff``, ``compare_runs`` (rows paired
+  on ``JOIN_KEYS``), ``changed`` / ``style_comparison``.
+* Findings: ``findings_counts`` over ``minidb.experiments.reproduce.build_report``.
+
+Simplifications: the x axis of a chart is read from the column slugs of the rows (``nodes_4``,
+``page_8kb``, ``gamma_100000``, ``vlx_f16``); slugs of another shape are shown in tables only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from minidb.experiments import PAPERS, Experiment, Progress, experiments
+from minidb.experiments.reproduce import PaperReport, reproduce, run_and_store
+from minidb.results import STORE_ENV, ResultsStore, default_store_path
+
+# ----------------------------------------------------------------------------------- the store
+
+
+def initial_store_path() -> str:
+    """The store the explorer opens first: ``$MINIDB_RESULTS`` or the user's cache file."""
+    return str(default_store_path())
+
+
+def open_store(path: str | os.PathLike, create: bool = False) -> ResultsStore | None:
+    """The results store at ``path``; None when there is no file there and ``create`` is
+    False (pages that only read do not leave empty stores behind a mistyped path)."""
+    path = Path(path).expanduser()
+    if not create and not path.is_file():
+        return None
+    return ResultsStore(path)
+
+
+def store_hint(path: str | os.PathLike) -> str:
+    """What to do when there is no store at ``path`` yet (one line)."""
+    return (f"No results store at {path} yet: run an experiment on the Run page, click "
+            f"'Reproduce' on Home, or run `MINIDB_RESULTS={path} minidb reproduce gamma --quick`"
+            f" (set {STORE_ENV} or the sidebar path to use another store).")
+
+
+def papers_with_experiments() -> list[str]:
+    """Papers that have registered experiments, in the order of ``PAPERS``."""
+    have = {e.paper for e in experiments()}
+    return [p for p in PAPERS if p in have]
+
+
+def papers_summary(store: ResultsStore | None) -> pd.DataFrame:
+    """One line per paper with stored runs: how many runs, of which experiments, and when."""
+    columns = ["paper", "title", "ok runs", "failed runs", "experiments", "last run (UTC)"]
+    lines = []
+    for run_paper in PAPERS:
+        runs = store.runs(paper=run_paper) if store is not None else []
+        if not runs:
+            continue
+        ok = [r for r in runs if r["status"] == "ok"]
+        lines.append({
+            "paper": run_paper, "title": PAPERS[run_paper], "ok runs": len(ok),
+            "failed runs": sum(r["status"] == "failed" for r in runs),
+            "experiments": ", ".join(sorted({r["experiment"] for r in ok})) or "-",
+            "last run (UTC)": max(r["started_at"] for r in runs).strftime("%Y-%m-%d %H:%M"),
+        })
+    return pd.DataFrame(lines, columns=columns)
+
+
+# ----------------------------------------------------------------------------------- progress
+
+
+class BarProgress(Progress):
+    """An experiment's progress reported to ``update(fraction, text)``.
+
+    The pages pass the ``progress`` method of a ``st.progress`` element, so a run shows a bar
+    that fills as the experiment finishes its steps (node counts, page sizes, relation sizes).
+    ``prefix`` names what runs when several experiments share one bar.
+    """
+
+    def __init__(self, update: Callable[[float, str], Any], prefix: str = "") -> None:
+        self.update = update
+        self.prefix = prefix
+        self.total = 0
+        self.done = 0
+
+    def _text(self, label: str) -> str:
+        steps = f"{self.done}/{self.total}" if self.total else ""
+        return " ".join(part for part in (self.prefix, steps, label) if part)
+
+    def start(self, total: int, label: str = "") -> None:
+        self.total, self.done = max(0, int(total)), 0
+        self.update(0.0, self._text(label or "starting"))
+
+    def advance(self, label: str = "") -> None:
+        self.done += 1
+        fraction = min(1.0, self.done / self.total) if self.total else 1.0
+        self.update(fraction, self._text(label))
+
+
+def run_configuration(exp: Experiment, store: ResultsStore, values: Mapping[str, Any],
+                      progress: Progress | None = None) -> tuple[str, list[dict]]:
+    """Run ``exp`` with the parameter values chosen on the Run page, stored as one new run;
+    returns (run id, rows). A parameter it does not take is an ``ExperimentError``; a run that
+    raises is recorded as failed and the error propagates."""
+    return run_and_store(exp, store, dict(values), quick=False, progress=progress)
+
+
+def reproduce_quickly(paper: str, store: ResultsStore,
+                      progress_for: Callable[[Experiment], Progress] | None = None
+                      ) -> list[tuple[str, str, int]]:
+    """``minidb reproduce PAPER --quick``: every experiment of ``paper`` at its quick settings,
+    stored as one run each; returns (experiment, run id, number of rows) per experiment."""
+    return reproduce(paper, store, quick=True, progress_for=progress_for)
+
+
+# ----------------------------------------------------------------------------------- run page
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """How the Run page asks for one parameter of an experiment."""
+
+    name: str
+    widget: str
+    """``number`` (int or float), ``multiselect``, ``select``, ``checkbox`` or ``text``."""
+    default: Any
+    """The value the widget starts from (the experiment's quick setting)."""
+    paper: Any
+    """The experiment's default, i.e. the paper's configuration."""
+    options: tuple = ()
+    help: str = ""
+
+
+PARAMETER_HELP = {
+    "scale": "relation sizes are multiplied by this; 1.0 is the paper's size",
+    "nodes": "number of disk nodes (a list: one configuration per count)",
+    "partitions": "number of partitions, one processor and disc each",
+    "page_sizes": "disk page sizes to measure, one configuration each",
+    "sizes": "relation sizes in tuples at scale 1.0",
+    "systems": "which machines of the paper to model",
+    "machines": "which Tandem processors to model (VLX, CLX)",
+    "profile": "hardware profile that turns counted work into modeled seconds",
+    "partitioner": "how tuples are declustered over the nodes",
+    "backend": "inline (one process) or ray (one actor per node); same counters either way",
+    "seed": "seed of the data generator",
+    "similar": "scale the fixed startup costs with the data (see minidb.experiments.tandem)",
+}
+
+PAGE_SIZE_CHOICES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+BACKENDS = ("inline", "ray")
+
+
+def _choices(name: str) -> tuple | None:
+    """Named choices for parameters that select from a fixed set, else None."""
+    if name == "profile":
+        from minidb.cost.profiles import profile_names
+
+        return tuple(profile_names())
+    if name == "partitioner":
+        from minidb.plugins import names
+
+        return tuple(names("partitioner"))
+    if name == "backend":
+        return BACKENDS
+    return None
+
+
+def parameter_specs(exp: Experiment) -> list[ParameterSpec]:
+    """One spec per parameter ``exp`` takes, starting from its quick settings."""
+    quick = exp.parameters(quick=True)
+    specs = []
+    for name, paper in exp.defaults.items():
+        start = quick[name]
+        hint = PARAMETER_HELP.get(name, "")
+        choices = _choices(name)
+        if isinstance(paper, bool):
+            specs.append(ParameterSpec(name, "checkbox", start, paper, (), hint))
+        elif choices is not None:
+            options = tuple(dict.fromkeys((*choices, start)))
+            specs.append(ParameterSpec(name, "select", start, paper, options, hint))
+        elif isinstance(paper, list):
+            if name == "page_sizes":
+                base: Iterable = PAGE_SIZE_CHOICES
+            elif name in ("nodes", "partitions"):
+                base = range(1, 17)
+            else:
+                base = ()
+            options = tuple(sorted(set(base) | set(paper) | set(start),
+                                   key=lambda v: (str(type(v)), v)))
+            specs.append(ParameterSpec(name, "multiselect", list(start), paper, options, hint))
+        elif isinstance(paper, int | float):
+            specs.append(ParameterSpec(name, "number", start, paper, (), hint))
+        else:
+            specs.append(ParameterSpec(name, "text", str(start), paper, (), hint))
+    return specs
+
+
+def takes_partitioner(exp: Experiment) -> bool:
+    return "partitioner" in exp.defaults
+
+
+def parameters_frame(exp: Experiment) -> pd.DataFrame:
+    """The parameters ``exp`` takes: the paper's value, the quick value and what it means."""
+    quick = exp.parameters(quick=True)
+    return pd.DataFrame([{"parameter": k, "paper": _show(v), "quick": _show(quick[k]),
+                          "meaning": PARAMETER_HELP.get(k, "")} for k, v in exp.defaults.items()])
+
+
+def format_option(name: str, value: Any) -> str:
+    """How a widget shows one option of parameter ``name``."""
+    if name == "page_sizes" and isinstance(value, int):
+        return f"{value // 1024} KB" if value >= 1024 else f"{value} B"
+    if name == "sizes" and isinstance(value, int):
+        return f"{value:,} tuples"
+    return str(value)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def rows_frame(rows: list[dict]) -> pd.DataFrame:
+    """An experiment's rows as a table (parameters as compact JSON text)."""
+    columns = ["reference", "row", "column", "metric", "value", "unit", "clock", "parameters"]
+    frame = pd.DataFrame([{k: r.get(k) for k in columns} for r in rows], columns=columns)
+    frame["parameters"] = frame["parameters"].map(_json_text)
+    return frame
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value or {}, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def decoded(parameters: Any) -> dict:
+    """Row or run parameters as a dict (the store may hand JSON text or a dict)."""
+    if isinstance(parameters, str):
+        return json.loads(parameters) if parameters else {}
+    return dict(parameters or {})
+
+
+# --------------------------------------------------------------------- published vs reproduced
+
+NUMBERED = ("ok", "prose")
+"""Reference cells that carry a number (the others are shapes or unreadable)."""
+
+
+def published_cells(store: ResultsStore, paper: str, reference: str,
+                    exp: Experiment | None = None) -> list[dict]:
+    """The paper's numbered cells of ``reference`` beside the latest reproduced values (modeled
+    clock). With ``exp``, cells reproduced by another experiment are left out, and so are cells
+    of metrics ``exp`` does not produce (when it has stored rows)."""
+    cells = [c for c in store.compare(paper)
+             if c["reference"] == reference and c.get("status") in NUMBERED
+             and c.get("clock") in ("modeled", None)]
+    if exp is None:
+        return cells
+    metrics = {r["metric"] for r in store.rows(experiment=exp.name)}
+    return [c for c in cells
+            if (c.get("experiment") == exp.name)
+            or (c.get("experiment") is None and (not metrics or c["metric"] in metrics))]
+
+
+def cells_frame(cells: list[dict]) -> pd.DataFrame:
+    """Reproduced vs published, one cell per line, reproduced cells first."""
+    columns = ["row", "column", "metric", "reproduced", "published", "ratio", "within 2x",
+               "unit", "note"]
+    lines = [{"row": c["row"], "column": c["column"], "metric": c["metric"],
+              "reproduced": c.get("reproduced"), "published": c.get("published"),
+              "ratio": c.get("ratio"),
+              "within 2x": None if c.get("within_2x") is None else bool(c["within_2x"]),
+              "unit": c.get("published_unit") or c.get("reproduced_unit") or "",
+              "note": c.get("note") or ""} for c in cells]
+    frame = pd.DataFrame(lines, columns=columns)
+    if len(frame):
+        frame = frame.sort_values(["reproduced", "row", "column"], key=_missing_last,
+                                  na_position="last", kind="stable").reset_index(drop=True)
+    return frame
+
+
+def _missing_last(series: pd.Series) -> pd.Series:
+    return series.isna() if series.name == "reproduced" else series
+
+
+OUTSIDE_2X = "background-color: #f8d7da; color: #58151c"
+NOT_REPRODUCED = "color: #8a8a8a"
+
+
+def style_cells(frame: pd.DataFrame):
+    """Cells off by more than a factor of 2 in red, cells not reproduced in grey."""
+
+    def line_style(line: pd.Series) -> list[str]:
+        if pd.isna(line["reproduced"]):
+            style = NOT_REPRODUCED
+        elif pd.notna(line["within 2x"]) and not bool(line["within 2x"]):
+            style = OUTSIDE_2X
+        else:
+            style = ""
+        return [style] * len(line)
+
+    return frame.style.apply(line_style, axis=1).format(
+        {"reproduced": _num, "published": _num, "ratio": _num}, na_rep="-")
+
+
+def _num(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def shape_notes(store: ResultsStore, paper: str, reference: str) -> list[str]:
+    """What the paper says in words about ``reference`` (its shape and prose cells)."""
+    notes = []
+    for c in store.reference(paper):
+        if c["reference"] == reference and c["status"] in ("shape", "prose") and c.get("note"):
+            what = c["row"] if c["column"] in ("curve", "na") else f"{c['row']} at {c['column']}"
+            notes.append(f"{what} ({c['metric']}): {c['note']}")
+    return notes
+
+
+# axis name of the column slug family; ``scaling`` marks axes where linear speedup is ideal
+@dataclass(frozen=True)
+class Axis:
+    title: str
+    scaling: bool = False
+
+
+AXES = {
+    "nodes": Axis("disk nodes", scaling=True),
+    "page": Axis("page size (KB)"),
+    "gamma": Axis("relation size (tuples)"),
+    "teradata": Axis("relation size (tuples)"),
+    "vlx_f": Axis("partitions", scaling=True),
+    "clx_f": Axis("partitions", scaling=True),
+    "vlx_g": Axis("partitions", scaling=True),
+    "clx_g": Axis("partitions", scaling=True),
+}
+_SLUG = re.compile(r"^(?P<family>[a-z][a-z_]*?)_?(?P<number>\d+)(?P<unit>kb)?$")
+
+
+def column_position(slug: str) -> tuple[str, float] | None:
+    """(family, x) for a column slug: ``nodes_4`` -> ("nodes", 4), ``page_8kb`` -> ("page", 8),
+    ``vlx_f16`` -> ("vlx_f", 16); None for slugs that are no point on an axis."""
+    found = _SLUG.match(slug)
+    if not found:
+        return None
+    return found["family"], float(found["number"])
+
+
+def axis_title(families: Iterable[str]) -> str:
+    titles = {AXES[f].title if f in AXES else f for f in families}
+    return " / ".join(sorted(titles)) or "column"
+
+
+def _series(row: str, family: str) -> str:
+    """A curve's name: the query, plus the machine when the column names one."""
+    return row if family in ("nodes", "page") else f"{row} ({family.split('_')[0]})"
+
+
+def experiment_rows(store: ResultsStore, exp: Experiment) -> list[dict]:
+    """The rows of ``exp``'s latest ok run (empty when it never ran)."""
+    return store.rows(experiment=exp.name)
+
+
+def metrics_of(rows: list[dict], clock: str = "modeled") -> list[str]:
+    """Metrics of ``rows`` worth plotting (flags left out), most frequent first."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r["clock"] == clock and r.get("unit") != "flag":
+            counts[r["metric"]] = counts.get(r["metric"], 0) + 1
+    return sorted(counts, key=lambda m: -counts[m])
+
+
+def reference_metric(store: ResultsStore, paper: str, reference: str,
+                     candidates: list[str]) -> str | None:
+    """The metric the paper's ``reference`` is about, among ``candidates``."""
+    counts: dict[str, int] = {}
+    for c in store.reference(paper):
+        if c["reference"] == reference and c["metric"] in candidates:
+            counts[c["metric"]] = counts.get(c["metric"], 0) + 1
+    if not counts:
+        return candidates[0] if candidates else None
+    return max(counts, key=lambda m: counts[m])
+
+
+def reference_rows(store: ResultsStore, paper: str, reference: str, rows: list[dict],
+                   metric: str) -> list[str]:
+    """Row slugs (queries) that belong to ``reference``: rows the run stored under it, and rows
+    the paper names for it with ``metric``; every row of ``metric`` when neither names any."""
+    have = [r["row"] for r in rows if r["metric"] == metric]
+    named = {r["row"] for r in rows if r["reference"] == reference and r["metric"] == metric}
+    named |= {c["row"] for c in store.reference(paper)
+              if c["reference"] == reference and c["metric"] == metric}
+    chosen = [r for r in dict.fromkeys(have) if r in named]
+    return chosen or list(dict.fromkeys(have))
+
+
+def curve_frame(rows: list[dict], metric: str, clock: str = "modeled",
+                row_names: Iterable[str] | None = None) -> pd.DataFrame:
+    """Points of the reproduced curves: series, row, column, family, x, value, unit."""
+    wanted = set(row_names) if row_names is not None else None
+    points = []
+    for r in rows:
+        if r["metric"] != metric or r["clock"] != clock:
+            continue
+        if wanted is not None and r["row"] not in wanted:
+            continue
+        position = column_position(r["column"])
+        if position is None:
+            continue
+        family, x = position
+        points.append({"series": _series(r["row"], family), "row": r["row"],
+                       "column": r["column"], "family": family, "x": x,
+                       "value": r["value"], "unit": r.get("unit", "")})
+    columns = ["series", "row", "column", "family", "x", "value", "unit"]
+    return pd.DataFrame(points, columns=columns).sort_values(["series", "x"]).reset_index(
+        drop=True)
+
+
+def published_points(store: ResultsStore, paper: str, curves: pd.DataFrame,
+                     metric: str) -> pd.DataFrame:
+    """The paper's numbers that fall on the plotted curves: cells of any of its tables or
+    figures with the same row, metric and kind of column (its prose points included)."""
+    columns = ["series", "row", "column", "x", "value", "reference", "source", "note"]
+    if curves.empty:
+        return pd.DataFrame(columns=columns)
+    plotted = {(r, f) for r, f in zip(curves["row"], curves["family"], strict=True)}
+    points = []
+    for c in store.reference(paper):
+        if c["metric"] != metric or c["status"] not in NUMBERED or c.get("value") is None:
+            continue
+        position = column_position(c["column"])
+        if position is None or (c["row"], position[0]) not in plotted:
+            continue
+        points.append({"series": _series(c["row"], position[0]), "row": c["row"],
+                       "column": c["column"], "x": position[1], "value": c["value"],
+                       "reference": c["reference"], "source": c.get("source") or "",
+                       "note": c.get("note") or ""})
+    return pd.DataFrame(points, columns=columns)
+
+
+def ideal_line(curves: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The ideal a speedup or scaleup curve is judged against, per column family on a
+    node-count axis: linear speedup from the smallest configuration (``s0 * n / n0``), or a
+    flat scaleup. Empty for other metrics and axes."""
+    if curves.empty or metric not in ("speedup", "scaleup"):
+        return pd.DataFrame(columns=["family", "x", "value"])
+    lines = []
+    for family, points in curves.groupby("family"):
+        if family not in AXES or not AXES[family].scaling:
+            continue
+        xs = sorted(points["x"].unique())
+        x0 = xs[0]
+        s0 = float(points.loc[points["x"] == x0, "value"].mean())
+        for x in xs:
+            lines.append({"family": family, "x": x,
+                          "value": s0 * x / x0 if metric == "speedup" else s0})
+    return pd.DataFrame(lines, columns=["family", "x", "value"])
+
+
+def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFrame,
+                metric: str, unit: str = "") -> alt.LayerChart | alt.Chart:
+    """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed)."""
+    families = sorted(curves["family"].unique())
+    xs = curves["x"]
+    log_x = len(xs) and xs.min() > 0 and xs.max() / xs.min() >= 50
+    x_scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    x = alt.X("x:Q", title=axis_title(families), scale=x_scale)
+    y_title = f"{metric} ({unit})" if unit else metric
+    layers = [alt.Chart(curves).mark_line(point=True).encode(
+        x=x, y=alt.Y("value:Q", title=y_title),
+        color=alt.Color("series:N", title="reproduced",
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
+        tooltip=["series", "column", alt.Tooltip("value:Q", format=".4g")])]
+    if not ideal.empty:
+        ideal = ideal.assign(kind="ideal (linear)" if metric == "speedup" else "ideal (flat)")
+        layers.append(alt.Chart(ideal).mark_line(strokeDash=[6, 4], color="gray").encode(
+            x=x, y="value:Q", detail="family:N",
+            tooltip=["kind", alt.Tooltip("value:Q", format=".3g")]))
+    if not published.empty:
+        published = published.assign(kind="published (paper)")
+        layers.append(alt.Chart(published).mark_point(
+            shape="diamond", size=140, filled=True, color="black").encode(
+            x=x, y="value:Q", shape=alt.Shape("kind:N", title=""),
+            tooltip=["series", "reference", "column", alt.Tooltip("value:Q", format=".4g"),
+                     "source", "note"]))
+    return alt.layer(*layers).resolve_scale(color="independent", shape="independent")
+
+
+def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
+                row_names: Iterable[str] | None = None) -> pd.DataFrame:
+    """The run's own table for ``metric``: one line per row slug, one column per column slug
+    (ordered along the axis when the slugs have one)."""
+    wanted = set(row_names) if row_names is not None else None
+    picked = [r for r in rows if r["metric"] == metric and r["clock"] == clock
+              and (wanted is None or r["row"] in wanted)]
+    if not picked:
+        return pd.DataFrame()
+    frame = pd.DataFrame(picked)
+    table = frame.pivot_table(index="row", columns="column", values="value", aggfunc="first",
+                              sort=False)
+
+    def order(column: str) -> tuple:
+        position = column_position(column)
+        return (0, position[0], position[1]) if position else (1, column, 0)
+
+    table = table[sorted(table.columns, key=order)]
+    table.columns.name = None
+    return table
+
+
+def run_scale(store: ResultsStore, rows: list[dict]) -> float | None:
+    """The scale of the run that produced ``rows`` (None when it does not say)."""
+    if not rows:
+        return None
+    run = store.run(rows[0]["run_id"])
+    scale = run.get("scale")
+    if scale is None:
+        scale = decoded(run.get("parameters")).get("scale")
+    return None if scale is None else float(scale)
+
+
+# ----------------------------------------------------------------------------- compare runs
+
+JOIN_KEYS = ("row", "column", "metric", "clock")
+"""What pairs a row of one run with a row of another. The reference is left out by default:
+a run at the paper's configuration files its rows under "Figure 2", the same experiment at a
+smaller scale under "" (no published cell), and those rows should still line up."""
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """One line naming a run in a select box."""
+    bits = [run["run_id"], run["experiment"]]
+    if run.get("scale") is not None:
+        bits.append(f"scale {run['scale']:g}")
+    if run.get("nodes"):
+        bits.append("nodes " + ",".join(str(n) for n in run["nodes"]))
+    if run.get("profile"):
+        bits.append(str(run["profile"]))
+    if run.get("status") not in (None, "ok"):
+        bits.append(str(run["status"]))
+    return " · ".join(bits)
+
+
+def default_pair(runs: list[Mapping[str, Any]]) -> tuple[int, int]:
+    """Positions (A, B) in ``runs`` (newest first) to compare first: the newest run as B, and as
+    A the run of the same experiment before it, else the second newest."""
+    if len(runs) < 2:
+        raise ValueError("comparing needs two runs")
+    newest = runs[0]["experiment"]
+    same = [i for i, r in enumerate(runs[1:], start=1) if r["experiment"] == newest]
+    return (same[0] if same else 1), 0
+
+
+def parameter_diff(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> pd.DataFrame:
+    """The two runs' parameters side by side, with a flag where they differ."""
+    a, b = decoded(run_a.get("parameters")), decoded(run_b.get("parameters"))
+    lines = []
+    for key in sorted(set(a) | set(b)):
+        lines.append({"parameter": key, "A": _show(a.get(key, "-")), "B": _show(b.get(key, "-")),
+                      "differs": a.get(key) != b.get(key)})
+    return pd.DataFrame(lines, columns=["parameter", "A", "B", "differs"])
+
+
+def compare_runs(rows_a: list[dict], rows_b: list[dict],
+                 keys: Iterable[str] = JOIN_KEYS) -> pd.DataFrame:
+    """The rows of two runs side by side: value A, value B, B - A and B / A.
+
+    Rows are paired on ``keys``; a row only one run has appears with the other side empty.
+    Repeated keys within a run are paired in order (first with first)."""
+    keys = list(keys)
+    shown = [k for k in ("reference", *JOIN_KEYS) if k not in keys]
+
+    def side(rows: list[dict]) -> pd.DataFrame:
+        frame = pd.DataFrame([{k: r.get(k) for k in (*keys, *shown, "value", "unit")}
+                              for r in rows], columns=[*keys, *shown, "value", "unit"])
+        frame["n"] = frame.groupby(keys, sort=False).cumcount()
+        return frame
+
+    a, b = side(rows_a), side(rows_b)
+    joined = a.merge(b, on=[*keys, "n"], how="outer", suffixes=(" A", " B"), sort=False)
+    out = pd.DataFrame({k: joined[k] for k in keys})
+    for k in shown:
+        out[k] = joined[f"{k} A"].fillna(joined[f"{k} B"])
+    out["A"] = joined["value A"].astype(float)
+    out["B"] = joined["value B"].astype(float)
+    out["unit"] = joined["unit A"].fillna(joined["unit B"])
+    out["B - A"] = out["B"] - out["A"]
+    denominator = out["A"].where(out["A"] != 0)
+    out["B / A"] = out["B"] / denominator
+    order = [k for k in ("reference", "row", "column", "metric", "clock") if k in out.columns]
+    return out[[*order, "A", "B", "B - A", "B / A", "unit"]].reset_index(drop=True)
+
+
+def changed(frame: pd.DataFrame, threshold: float) -> pd.Series:
+    """Lines whose two values differ by more than ``threshold`` (0.1 = 10%), or that only one
+    run has."""
+    one_sided = frame["A"].isna() | frame["B"].isna()
+    ratio = frame["B / A"]
+    off = (ratio - 1).abs() > threshold
+    zero_vs_nonzero = ratio.isna() & ~one_sided & (frame["A"] != frame["B"])
+    return one_sided | off.fillna(False) | zero_vs_nonzero
+
+
+CHANGED = "background-color: #fff3cd; color: #664d03"
+
+
+def style_comparison(frame: pd.DataFrame, threshold: float):
+    """``compare_runs`` output with changed lines highlighted (see ``changed``)."""
+    flags = changed(frame, threshold)
+
+    def line_style(line: pd.Series) -> list[str]:
+        return [CHANGED if flags.loc[line.name] else ""] * len(line)
+
+    return frame.style.apply(line_style, axis=1).format(
+        {"A": _num, "B": _num, "B - A": _num, "B / A": _num}, na_rep="-")
+
+
+# ----------------------------------------------------------------------------------- findings
+
+STATUS_MARK = {"pass": "PASS", "fail": "FAIL", "not checked": "not checked"}
+
+
+def findings_counts(report: PaperReport) -> dict[str, int]:
+    counts = {"pass": 0, "fail": 0, "not checked": 0}
+    for f in report.findings:
+        counts[f.status] = counts.get(f.status, 0) + 1
+    return counts
+

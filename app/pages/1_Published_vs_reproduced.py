@@ -1,0 +1,114 @@
+"""Published vs reproduced: one table or figure of a paper, the paper's numbers beside the latest
+run's, cell by cell and as curves (response time or speedup against nodes or page size)."""
+
+import explorer
+import explorer_ui as ui
+import streamlit as st
+
+from minidb.experiments import PAPERS, experiments
+
+ui.page("Published vs reproduced",
+        "The latest stored run of an experiment beside the numbers the paper printed.")
+store = ui.open_store(ui.store_path())
+
+papers = explorer.papers_with_experiments()
+finished = store.runs(status="ok")
+stored = [p for p in papers if any(r["paper"] == p for r in finished)]
+pick_paper, pick_experiment, pick_reference = st.columns(3)
+paper = pick_paper.selectbox("Paper", papers, index=papers.index(stored[0]) if stored else 0,
+                             format_func=lambda p: f"{p}: {PAPERS[p].split(':')[0]}",
+                             key="pvr_paper")
+exps = {e.name: e for e in experiments(paper)}
+ran = [name for name in exps if any(r["experiment"] == name for r in finished)]
+names = list(exps)
+name = pick_experiment.selectbox("Experiment", names,
+                                 index=names.index(ran[0]) if ran else 0,
+                                 format_func=lambda n: f"{n}: {exps[n].title}",
+                                 key=f"pvr_experiment_{paper}")
+exp = exps[name]
+reference = pick_reference.selectbox("Table or figure", exp.references,
+                                     key=f"pvr_reference_{name}")
+
+rows = explorer.experiment_rows(store, exp)
+scale = explorer.run_scale(store, rows)
+if rows:
+    run_id = rows[0]["run_id"]
+    st.caption(f"Latest run of {name}: {run_id}"
+               + (f" at scale {scale:g}" if scale is not None else ""))
+else:
+    st.warning(f"No stored run of {name} yet: run it on the Run page, or reproduce {paper} on "
+               f"Home. The paper's numbers are shown alone.")
+
+# -- the paper's cells ---------------------------------------------------------------------
+st.subheader(f"{reference}: the paper's numbers")
+cells = explorer.cells_frame(explorer.published_cells(store, paper, reference, exp))
+compared = cells[cells["ratio"].notna()]
+within = int(compared["within 2x"].astype(bool).sum()) if len(compared) else 0
+missing = int(cells["reproduced"].isna().sum())
+if cells.empty:
+    st.write(f"The paper prints no numbers for {reference}, only what its curves do (see the "
+             f"notes at the bottom of the page).")
+else:
+    st.markdown(f"**{within} of {len(compared)}** reproduced cells within a factor of 2 of the "
+                f"paper; {missing} published cells not reproduced by the latest run. Cells off "
+                f"by more than 2x are red, cells not reproduced are grey.")
+    if rows and compared.empty and scale is not None and scale != 1.0:
+        st.info(f"The latest run of {name} is at scale {scale:g}. Only a run of the paper's "
+                f"configuration (scale 1.0) is compared with the paper's cells, like with like; "
+                f"the curves and the table below still show what this run measured.")
+    st.dataframe(explorer.style_cells(cells), hide_index=True)
+
+# -- curves ----------------------------------------------------------------------------------
+if rows:
+    st.subheader("Curves")
+    pick_clock, pick_metric = st.columns([1, 2])
+    clock = pick_clock.radio("Clock", ["modeled", "wall"], horizontal=True, key="pvr_clock",
+                             help="modeled: the paper's hardware; wall: this machine")
+    metrics = explorer.metrics_of(rows, clock)
+    if not metrics:
+        st.write(f"The latest run has no numbers on the {clock} clock.")
+        st.stop()
+    default_metric = explorer.reference_metric(store, paper, reference, metrics)
+    metric = pick_metric.selectbox(
+        "Metric", metrics, index=metrics.index(default_metric) if default_metric else 0,
+        key=f"pvr_metric_{name}_{reference}_{clock}")
+    all_rows = list(dict.fromkeys(r["row"] for r in rows if r["metric"] == metric))
+    chosen = st.multiselect("Queries", all_rows,
+                            default=explorer.reference_rows(store, paper, reference, rows, metric),
+                            key=f"pvr_rows_{name}_{reference}_{metric}_{clock}")
+    curves = explorer.curve_frame(rows, metric, clock, chosen)
+    if curves.empty:
+        st.write("Nothing to plot: choose at least one query (its columns must name a node "
+                 "count, page size, relation size or partition count).")
+    else:
+        published = explorer.published_points(store, paper, curves, metric)
+        if clock != "modeled":
+            published = published.iloc[0:0]  # the paper's times are its hardware's, not ours
+        ideal = explorer.ideal_line(curves, metric)
+        unit = str(curves["unit"].iloc[0])
+        st.altair_chart(explorer.curve_chart(curves, published, ideal, metric, unit))
+        notes = []
+        if not published.empty:
+            notes.append("black diamonds: the paper's numbers (its tables and the points its "
+                         "text gives)")
+            if scale is not None and scale != 1.0 and unit != "ratio":
+                notes.append(f"the paper measured the full relations; this run is at scale "
+                             f"{scale:g}, so compare shapes, not heights")
+        if not ideal.empty:
+            notes.append("dashed: the ideal, linear speedup from the smallest configuration"
+                         if metric == "speedup" else "dashed: the ideal, flat scaleup")
+        elsewhere = sorted(set(cells["metric"]) - {metric})
+        if clock == "modeled" and elsewhere:
+            notes.append(f"the paper's numbers for {reference} are of {', '.join(elsewhere)}: "
+                         f"choose that metric to see them as points")
+        if notes:
+            st.caption("; ".join(notes) + ".")
+
+    st.subheader(f"The run's {metric} ({clock} clock)")
+    table = explorer.pivot_frame(rows, metric, clock, chosen or None)
+    st.dataframe(table.style.format("{:.4g}", na_rep="-"))
+
+notes = explorer.shape_notes(store, paper, reference)
+if notes:
+    with st.expander(f"What the paper says about {reference}", expanded=not rows):
+        st.markdown("\n".join(f"- {note}" for note in notes))

@@ -1,0 +1,279 @@
+"""Every page of the explorer, driven in-process by Streamlit's AppTest: no page raises, and
+changing a widget changes what the page shows (another experiment, another figure, a new run).
+
+The store is a private copy of the session's seeded store (see conftest.py), named through
+$MINIDB_RESULTS as an instructor would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import explorer
+import pyarrow as pa
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from minidb.experiments.reproduce import run_and_store
+from minidb.results import ResultsStore
+
+APP = Path(__file__).resolve().parents[2] / "app"
+PUBLISHED = "pages/1_Published_vs_reproduced.py"
+RUN = "pages/2_Run.py"
+COMPARE = "pages/3_Compare_runs.py"
+FINDINGS = "pages/4_Findings.py"
+
+
+def open_app(page: str | None = None, timeout: float = 30) -> AppTest:
+    """Start the app at Home, then go to ``page`` as a user clicking in the sidebar would."""
+    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=timeout).run()
+    assert not at.exception, at.exception
+    if page is not None:
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page wrote as text, in one string."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning",
+                 "error", "success", "code"):
+        parts += [str(e.value) for e in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def chart_tables(at: AppTest) -> list[pa.Table]:
+    """The data sets of the page's first Altair chart."""
+    # the element's name changed across Streamlit versions
+    chart = (at.get("vega_lite_chart") or at.get("arrow_vega_lite_chart"))[0]
+    return [pa.ipc.open_stream(d.data.data).read_all() for d in chart.proto.datasets]
+
+
+# ------------------------------------------------------------------------------------- Home
+
+
+def test_home_names_the_store_and_the_papers_with_runs(store_path):
+    at = open_app()
+    assert at.title[0].value == "minidb explorer"
+    assert str(store_path) in texts(at)
+    summary = at.dataframe[0].value
+    assert summary["paper"].tolist() == ["gamma"] and summary["ok runs"].tolist() == [3]
+    assert "minidb reproduce gamma --quick" in texts(at)
+
+
+def test_home_without_a_store_says_how_to_make_one(empty_store_path):
+    at = open_app()
+    assert any("No results store" in i.value for i in at.info)
+    assert not empty_store_path.exists()  # reading never creates a store
+
+
+def test_home_reproduce_button_stores_runs_with_progress(store_path, monkeypatch):
+    """The button runs ``reproduce`` (replaced here by one tiny experiment, the real one takes
+    30 s) with a progress bar per experiment, and the new run appears in the store."""
+    calls = []
+
+    def tiny_reproduce(paper, store, quick, progress_for):
+        calls.append((paper, quick))
+        exp_name = "gamma.selection_speedup"
+        from minidb.experiments import get_experiment
+
+        progress = progress_for(get_experiment(exp_name))
+        run_id, rows = run_and_store(exp_name, store, {"scale": 0.02, "nodes": [1]},
+                                     progress=progress)
+        assert progress.done == progress.total == 1
+        return [(exp_name, run_id, len(rows))]
+
+    monkeypatch.setattr(explorer, "reproduce", tiny_reproduce)
+    at = open_app()
+    at.selectbox(key="home_paper").set_value("gamma")
+    at.button(key="home_reproduce").click().run()
+    assert not at.exception, at.exception
+    assert calls == [("gamma", True)]
+    assert "Stored 1 run(s) of gamma" in at.success[0].value
+    assert at.dataframe[0].value["ok runs"].tolist() == [4]  # the table was redrawn
+
+
+# ------------------------------------------------------------------------------ Published
+
+
+def test_published_page_follows_the_chosen_experiment(store_path):
+    at = open_app(PUBLISHED)
+    assert at.selectbox(key="pvr_experiment_gamma").value == "gamma.selection_speedup"
+    assert list(at.dataframe[-1].value.columns) == ["nodes_1", "nodes_2"]
+    curves = chart_tables(at)[0].to_pandas()
+    assert set(curves["column"]) == {"nodes_1", "nodes_2"}
+    assert "scale 0.05" in texts(at)
+
+    at.selectbox(key="pvr_experiment_gamma").set_value("gamma.page_size").run()
+    assert not at.exception, at.exception
+    assert list(at.dataframe[-1].value.columns) == ["page_4kb", "page_8kb"]
+    assert chart_tables(at)[0].to_pandas()["x"].tolist()[:2] == [4.0, 8.0]
+    assert "What the paper says about Figure 6" in [e.label for e in at.expander]
+
+
+def test_published_speedup_figure_draws_the_ideal_line(store_path):
+    at = open_app(PUBLISHED)
+    at.selectbox(key="pvr_reference_gamma.selection_speedup").set_value("Figure 3").run()
+    metric = at.selectbox(key="pvr_metric_gamma.selection_speedup_Figure 3_modeled")
+    assert metric.value == "speedup"
+    ideal = next(t for t in chart_tables(at) if "kind" in t.column_names).to_pydict()
+    assert ideal["kind"][0] == "ideal (linear)" and ideal["value"] == [1.0, 2.0]
+    # the wall clock measured times only: the metric follows, and no paper point is drawn
+    at.radio(key="pvr_clock").set_value("wall").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="pvr_metric_gamma.selection_speedup_Figure 3_wall").value == (
+        "response_time")
+    assert len(chart_tables(at)) == 1
+
+
+def test_published_cells_at_the_papers_configuration(paper_store):
+    """At 100,000 tuples on 1 and 8 nodes the run meets the paper's cells: Figure 4's 2 s is
+    missed by more than 2x, Figure 5's two prose points are within it (and drawn)."""
+    at = open_app(PUBLISHED)
+    reference = at.selectbox(key="pvr_reference_gamma.selection_speedup")
+    reference.set_value("Figure 4").run()
+    cells = at.dataframe[0].value
+    assert cells["row"].tolist() == ["select_1pct_clustered_index"]
+    assert cells["within 2x"].tolist() == [False] and cells["published"].tolist() == [2.0]
+    assert "0 of 1" in texts(at)
+
+    at.selectbox(key="pvr_reference_gamma.selection_speedup").set_value("Figure 5").run()
+    assert at.dataframe[0].value["within 2x"].tolist() == [True, True]
+    at.selectbox(key="pvr_metric_gamma.selection_speedup_Figure 5_modeled").set_value(
+        "response_time").run()
+    published = next(t for t in chart_tables(at) if "reference" in t.column_names).to_pydict()
+    assert sorted(published["value"]) == [0.25, 0.58]
+
+
+# ------------------------------------------------------------------------------------ Run
+
+
+def test_run_page_shows_the_parameters_of_the_chosen_experiment(store_path):
+    at = open_app(RUN)
+    at.selectbox(key="run_experiment").set_value("gamma.page_size").run()
+    assert "takes no partitioner" in at.info[0].value
+    assert "page_sizes" in at.dataframe[0].value["parameter"].tolist()
+    assert at.multiselect(key="run_gamma.page_size_page_sizes").value == [
+        2048, 4096, 8192, 16384, 32768]
+    at.selectbox(key="run_experiment").set_value("tandem.speedup").run()
+    params = at.dataframe[0].value["parameter"].tolist()
+    assert "machines" in params and "page_sizes" not in params
+    assert at.checkbox(key="run_tandem.speedup_similar").value is True
+
+
+def test_run_page_runs_a_tiny_experiment_into_the_store(store_path):
+    before = len(ResultsStore(store_path).runs())
+    at = open_app(RUN, timeout=60)
+    at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
+    at.number_input(key="run_gamma.selection_speedup_scale").set_value(0.05)
+    at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([1, 2])
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    runs = ResultsStore(store_path).runs()
+    assert len(runs) == before + 1
+    new = runs[-1]
+    assert new["status"] == "ok" and new["nodes"] == [1, 2] and new["scale"] == 0.05
+    assert new["run_id"] in at.success[0].value
+    shown = at.dataframe[1].value
+    assert set(shown["column"]) == {"nodes_1", "nodes_2"}
+    assert new["run_id"] in at.dataframe[-1].value["run"].tolist()  # recent runs table
+
+
+def test_run_page_refuses_an_empty_list(store_path):
+    before = len(ResultsStore(store_path).runs())
+    at = open_app(RUN)
+    at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
+    at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([])
+    at.button[0].click().run()
+    assert "Choose at least one value for nodes" in at.error[0].value
+    assert len(ResultsStore(store_path).runs()) == before
+
+
+# -------------------------------------------------------------------------------- Compare
+
+
+def test_compare_runs_highlights_what_differs(store_path):
+    runs = ResultsStore(store_path).runs()
+    teradata, gamma = runs[0]["run_id"], runs[1]["run_id"]
+    at = open_app(COMPARE)
+    # the newest run (page size) has no earlier twin: it is compared with the one before it
+    assert at.selectbox(key="cmp_b").value == runs[2]["run_id"]
+    assert "different experiments" in at.warning[0].value
+
+    at.selectbox(key="cmp_a").set_value(teradata)
+    at.selectbox(key="cmp_b").set_value(gamma).run()
+    assert not at.exception, at.exception
+    assert not at.warning
+    params = at.dataframe[0].value
+    assert params.loc[params["differs"], "parameter"].tolist() == ["profile"]
+    rows = at.dataframe[1].value
+    assert set(rows["clock"]) == {"modeled"}
+    times = rows[rows["metric"] == "response_time"]
+    assert len(times) == 14 and times["A"].notna().all() and times["B"].notna().all()
+    # Teradata's profile moves some bottlenecks: those flags are in one run only
+    assert rows["B"].isna().any() and "only in A" in texts(at)
+
+    at.checkbox(key="cmp_only_changed").check()
+    at.number_input(key="cmp_threshold").set_value(1000.0).run()
+    left = at.dataframe[1].value  # no value moved by more than 10x: only one-sided rows stay
+    assert len(left) < len(rows) and (left["A"].isna() | left["B"].isna()).all()
+    at.selectbox(key="cmp_clock").set_value("both")
+    at.number_input(key="cmp_threshold").set_value(0.0).run()
+    assert set(at.dataframe[1].value["clock"]) == {"modeled", "wall"}
+
+
+def test_compare_needs_two_runs(empty_store_path):
+    ResultsStore(empty_store_path)  # an empty store
+    at = open_app(COMPARE)
+    assert "needs two finished runs" in at.info[0].value
+
+
+# ------------------------------------------------------------------------------- Findings
+
+
+def test_findings_page_shows_each_finding_and_filters_by_status(store_path):
+    at = open_app(FINDINGS)
+    assert at.header[0].value.startswith("gamma:")
+    counts = {m.label: int(m.value) for m in at.metric}
+    assert sum(counts.values()) == 11 and counts["not checked"] > 0
+    cards = [m.value for m in at.markdown if "**" in m.value and "·" in m.value]
+    assert len(cards) == 11
+    assert any("gamma.0pct_indexed_slower_with_nodes" in c for c in cards)
+
+    at.multiselect(key="findings_status").set_value(["not checked"]).run()
+    cards = [m.value for m in at.markdown if "**" in m.value and "·" in m.value]
+    assert len(cards) == counts["not checked"]
+    assert all("not checked" in c for c in cards)
+
+
+# ------------------------------------------------------------------------------ all pages
+
+
+@pytest.mark.parametrize("page", [None, PUBLISHED, RUN, COMPARE, FINDINGS])
+def test_every_page_opens_on_a_missing_store(empty_store_path, page):
+    at = open_app(page)
+    assert at.title
+    if page not in (None, RUN):
+        assert "No results store" in at.info[0].value
+    assert not empty_store_path.exists()
+
+
+def test_the_sidebar_path_is_kept_across_pages(store_path, tmp_path):
+    at = open_app(FINDINGS)
+    assert at.header  # the seeded store
+    elsewhere = tmp_path / "other.duckdb"
+    at.sidebar.text_input[0].set_value(str(elsewhere)).run()
+    assert "No results store" in at.info[0].value
+    at.switch_page(PUBLISHED).run()
+    assert at.sidebar.text_input[0].value == str(elsewhere)
+    assert "No results store" in at.info[0].value
+
+
+def test_a_file_that_is_no_store_is_one_red_line(tmp_path, monkeypatch):
+    broken = tmp_path / "notes.duckdb"
+    broken.write_text("not a database")
+    monkeypatch.setenv("MINIDB_RESULTS", str(broken))
+    at = open_app(FINDINGS)
+    assert "not a readable minidb results database" in at.error[0].value

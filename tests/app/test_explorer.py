@@ -1,0 +1,165 @@
+"""The explorer's logic (app/explorer.py), without Streamlit: slugs to axes, curves, the ideal
+line, cell highlighting, run comparison, progress and the Run page's parameter widgets."""
+
+from __future__ import annotations
+
+import explorer
+import pandas as pd
+import pytest
+
+from minidb.experiments import get_experiment
+from minidb.results import ResultsStore
+
+
+def row(row="q", column="nodes_1", metric="response_time", value=1.0, clock="modeled",
+        reference="", unit="s"):
+    return {"reference": reference, "row": row, "column": column, "metric": metric,
+            "value": value, "unit": unit, "clock": clock, "parameters": {}}
+
+
+@pytest.mark.parametrize(("slug", "expected"), [
+    ("nodes_4", ("nodes", 4.0)), ("page_8kb", ("page", 8.0)),
+    ("gamma_100000", ("gamma", 100000.0)), ("vlx_f16", ("vlx_f", 16.0)),
+    ("clx_g2", ("clx_g", 2.0)), ("curve", None), ("na", None), ("page_16kb_to_32kb", None),
+])
+def test_column_slugs_become_points_on_an_axis(slug, expected):
+    assert explorer.column_position(slug) == expected
+
+
+def test_curves_follow_the_axis_and_keep_one_series_per_query_and_machine():
+    rows = [row("a", "nodes_2", value=2.0), row("a", "nodes_1", value=4.0),
+            row("b", "nodes_1", value=9.0), row("a", "nodes_1", value=0.1, clock="wall"),
+            row("a", "nodes_1", metric="speedup", value=1.0)]
+    curves = explorer.curve_frame(rows, "response_time")
+    assert list(zip(curves["series"], curves["x"], curves["value"], strict=True)) == [
+        ("a", 1.0, 4.0), ("a", 2.0, 2.0), ("b", 1.0, 9.0)]
+    assert explorer.curve_frame(rows, "response_time", row_names=["b"])["series"].tolist() == ["b"]
+    tandem = explorer.curve_frame([row("scan", "vlx_f2"), row("scan", "clx_f2")], "response_time")
+    assert sorted(tandem["series"]) == ["scan (clx)", "scan (vlx)"]
+    assert explorer.axis_title(tandem["family"]) == "partitions"
+
+
+def test_ideal_speedup_is_linear_from_the_smallest_configuration():
+    curves = explorer.curve_frame([row("a", f"nodes_{n}", "speedup", v)
+                                   for n, v in ((2, 2.0), (4, 3.5), (8, 6.0))], "speedup")
+    ideal = explorer.ideal_line(curves, "speedup")
+    assert ideal["x"].tolist() == [2.0, 4.0, 8.0]
+    assert ideal["value"].tolist() == [2.0, 4.0, 8.0]
+    # Tandem's speedup is relative to 2 partitions (1.00 there): ideal n / 2
+    tandem = explorer.curve_frame([row("scan", f"vlx_f{n}", "speedup", v)
+                                   for n, v in ((2, 1.0), (16, 7.0))], "speedup")
+    assert explorer.ideal_line(tandem, "speedup")["value"].tolist() == [1.0, 8.0]
+    assert explorer.ideal_line(tandem, "scaleup")["value"].tolist() == [1.0, 1.0]
+    # no ideal for times, nor along page sizes
+    assert explorer.ideal_line(curves, "response_time").empty
+    pages = explorer.curve_frame([row("a", "page_2kb", "speedup", 1.0),
+                                  row("a", "page_8kb", "speedup", 1.5)], "speedup")
+    assert explorer.ideal_line(pages, "speedup").empty
+
+
+def test_chart_layers_curves_paper_points_and_ideal():
+    curves = explorer.curve_frame([row("a", f"nodes_{n}", "speedup", float(n))
+                                   for n in (1, 8)], "speedup")
+    points = pd.DataFrame([{"series": "a", "row": "a", "column": "nodes_8", "x": 8.0,
+                            "value": 7.0, "reference": "Figure 3", "source": "", "note": ""}])
+    chart = explorer.curve_chart(curves, points, explorer.ideal_line(curves, "speedup"),
+                                 "speedup", "ratio").to_dict()
+    assert [layer["mark"]["type"] for layer in chart["layer"]] == ["line", "line", "point"]
+
+
+def test_cells_outside_2x_are_red_and_missing_ones_grey():
+    cells = [
+        {"row": "a", "column": "nodes_8", "metric": "response_time", "reproduced": 0.8,
+         "published": 2.0, "ratio": 0.4, "within_2x": False},
+        {"row": "b", "column": "nodes_1", "metric": "response_time", "reproduced": None,
+         "published": 0.25, "ratio": None, "within_2x": None},
+        {"row": "c", "column": "nodes_1", "metric": "response_time", "reproduced": 0.2,
+         "published": 0.25, "ratio": 0.8, "within_2x": True},
+    ]
+    frame = explorer.cells_frame(cells)
+    assert frame["row"].tolist() == ["a", "c", "b"]  # reproduced first
+    html = explorer.style_cells(frame).to_html()
+    assert html.count("#f8d7da") >= 1 and html.count("#8a8a8a") >= 1
+    styles = explorer.style_cells(frame)._compute().ctx
+    assert ("background-color", "#f8d7da") in styles[(0, 0)]   # a: outside 2x
+    assert not styles.get((1, 0))                               # c: fine
+    assert ("color", "#8a8a8a") in styles[(2, 0)]              # b: not reproduced
+
+
+def test_compare_runs_pairs_rows_and_highlights_changes():
+    a = [row("q", "nodes_1", value=2.0, reference="Figure 2"), row("q", "nodes_2", value=1.0),
+         row("q", "nodes_4", value=0.0)]
+    b = [row("q", "nodes_1", value=3.0), row("q", "nodes_2", value=1.05),
+         row("q", "nodes_8", value=0.5)]
+    frame = explorer.compare_runs(a, b)
+    lines = {c: (x, y) for c, x, y in zip(frame["column"], frame["A"], frame["B"], strict=True)}
+    assert lines["nodes_1"] == (2.0, 3.0)  # paired although only A names a figure
+    assert pd.isna(lines["nodes_4"][1]) and pd.isna(lines["nodes_8"][0])
+    one = frame[frame["column"] == "nodes_1"].iloc[0]
+    assert one["B - A"] == 1.0 and one["B / A"] == 1.5
+    flagged = dict(zip(frame["column"], explorer.changed(frame, 0.1), strict=True))
+    assert flagged == {"nodes_1": True, "nodes_2": False, "nodes_4": True, "nodes_8": True}
+    # pairing on the reference too separates the Figure 2 row from its unfiled twin
+    strict = explorer.compare_runs(a, b, ("reference", *explorer.JOIN_KEYS))
+    assert len(strict[strict["column"] == "nodes_1"]) == 2
+
+
+def test_default_pair_prefers_two_runs_of_one_experiment():
+    runs = [{"experiment": "x"}, {"experiment": "y"}, {"experiment": "x"}]
+    assert explorer.default_pair(runs) == (2, 0)
+    assert explorer.default_pair([{"experiment": "x"}, {"experiment": "y"}]) == (1, 0)
+
+
+def test_bar_progress_reports_fractions_and_labels():
+    seen = []
+    progress = explorer.BarProgress(lambda f, t: seen.append((f, t)), prefix="gamma.x")
+    progress.start(2, "two steps")
+    progress.advance("1 node(s)")
+    progress.advance("2 node(s)")
+    assert [f for f, _ in seen] == [0.0, 0.5, 1.0]
+    assert seen[1][1] == "gamma.x 1/2 1 node(s)"
+
+
+def test_parameter_widgets_start_at_the_quick_settings():
+    specs = {s.name: s for s in explorer.parameter_specs(get_experiment("gamma.selection_speedup"))}
+    assert specs["nodes"].widget == "multiselect" and specs["nodes"].default == [1, 2, 4, 8]
+    assert specs["nodes"].paper == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert specs["profile"].widget == "select" and "teradata" in specs["profile"].options
+    assert specs["scale"].widget == "number" and specs["backend"].options == ("inline", "ray")
+    page = {s.name: s for s in explorer.parameter_specs(get_experiment("gamma.page_size"))}
+    assert page["nodes"].widget == "number" and 32768 in page["page_sizes"].options
+    assert explorer.format_option("page_sizes", 8192) == "8 KB"
+    tandem = {s.name: s for s in explorer.parameter_specs(get_experiment("tandem.speedup"))}
+    assert tandem["similar"].widget == "checkbox" and tandem["scale"].default == 0.01
+    assert not explorer.takes_partitioner(get_experiment("tandem.speedup"))
+
+
+def test_store_reading_helpers(seeded_store_path, paper_store_path):
+    store = ResultsStore(seeded_store_path)
+    summary = explorer.papers_summary(store)
+    assert summary["paper"].tolist() == ["gamma"] and summary["ok runs"].tolist() == [3]
+    exp = get_experiment("gamma.selection_speedup")
+    rows = explorer.experiment_rows(store, exp)
+    assert explorer.run_scale(store, rows) == 0.05
+    assert explorer.metrics_of(rows)[:2] == ["response_time", "speedup"]
+    assert explorer.reference_rows(store, "gamma", "Figure 3", rows, "speedup") == [
+        "select_0pct_nonindexed", "select_1pct_nonindexed", "select_10pct_nonindexed"]
+    pivot = explorer.pivot_frame(rows, "speedup")
+    assert list(pivot.columns) == ["nodes_1", "nodes_2"]
+    assert explorer.shape_notes(store, "gamma", "Figure 3")
+    # at the paper's configuration the Figure 5 points land on the curve of the 0% query
+    paper = ResultsStore(paper_store_path)
+    rows = explorer.experiment_rows(paper, exp)
+    curves = explorer.curve_frame(rows, "response_time", row_names=[
+        "select_0pct_nonclustered_index"])
+    points = explorer.published_points(paper, "gamma", curves, "response_time")
+    assert sorted(zip(points["x"], points["value"], strict=True)) == [(1.0, 0.25), (8.0, 0.58)]
+    cells = explorer.published_cells(paper, "gamma", "Figure 4", exp)
+    assert [(c["row"], c["within_2x"]) for c in cells] == [("select_1pct_clustered_index", False)]
+
+
+def test_open_store_does_not_create_a_file_for_reading(tmp_path):
+    path = tmp_path / "sub" / "results.duckdb"
+    assert explorer.open_store(path) is None and not path.exists()
+    assert explorer.open_store(path, create=True) is not None and path.exists()
+    assert str(path) in explorer.store_hint(path)
