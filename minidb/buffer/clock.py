@@ -29,6 +29,11 @@ from minidb.plugins import register
 
 @register("buffer_policy", "clock")
 class ClockPolicy(ReplacementPolicy):
+    """One reference bit per frame (``ref``) and a hand (``hand``, a frame number) sweeping them.
+
+    The hand starts at frame 0. Lab 1, part B asks for the three methods below.
+    """
+
     name = "clock"
 
     def __init__(self, num_frames: int) -> None:
@@ -37,15 +42,25 @@ class ClockPolicy(ReplacementPolicy):
         self.hand = 0
 
     def _touch(self, frame: int) -> None:
+        """A page was loaded into ``frame`` or found there: set the frame's reference bit."""
+        # BEGIN SOLUTION: Lab 1, part B (Clock): a reference sets the frame's bit
         self.ref[frame] = True
+        # END SOLUTION
 
     page_loaded = _touch
     page_hit = _touch
 
     def page_evicted(self, frame: int) -> None:
+        """``frame`` is empty again: clear its bit, so the next page there starts afresh."""
+        # BEGIN SOLUTION: Lab 1, part B (Clock): an emptied frame loses its bit
         self.ref[frame] = False
+        # END SOLUTION
 
     def choose_victim(self, candidates: np.ndarray) -> int:
+        """Sweep the hand from where it stopped: an offered frame whose bit is set loses the bit
+        and is passed; the first offered frame with a clear bit is the victim, and the hand
+        stops on the frame after it. Frames not in ``candidates`` are passed untouched."""
+        # BEGIN SOLUTION: Lab 1, part B (Clock): sweep the hand, giving set bits a second chance
         offered = np.zeros(self.num_frames, dtype=bool)
         offered[candidates] = True
         # two revolutions suffice: the first clears every offered bit it passes
@@ -59,3 +74,4 @@ class ClockPolicy(ReplacementPolicy):
             else:
                 return frame
         raise AssertionError("clock found no victim among the candidates")  # unreachable
+        # END SOLUTION

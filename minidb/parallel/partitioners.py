@@ -408,7 +408,19 @@ class RangeUniform(Range):
         self.boundaries, self._bounds = None, None
 
     def fit(self, batch: np.ndarray | None, num_nodes: int) -> None:
+        """Choose the ``num_nodes - 1`` boundaries from ``batch`` (the relation or a sample of it).
+
+        With N nodes, boundary i (1 <= i < N) is the value at rank ``i * len // N`` of the sorted
+        column, where the column is that of ``batch`` or, when ``sample`` is set and the batch is
+        larger, of ``sample`` tuples drawn from it (numpy's ``default_rng(0)``, without
+        replacement). Boundaries may repeat (a frequent value); they are stored with
+        ``self._set_boundaries(values, strict=False)`` so that ``route`` and ``nodes_for_range``
+        (inherited from ``Range``) use them. One node needs no boundary. With no data (None or an
+        empty batch) the boundaries learned before are kept if they suit ``num_nodes`` and
+        forgotten otherwise.
+        """
         Partitioner.fit(self, batch, num_nodes)
+        # BEGIN SOLUTION: Lab 1, part A (range-uniform partitioner): choose the boundaries from the batch
         n = self.num_nodes
         if n == 1:  # one node needs no boundaries
             self._set_boundaries([], strict=False)
@@ -428,6 +440,7 @@ class RangeUniform(Range):
             self.boundaries, self._bounds = [_py(b) for b in picked], picked
         else:
             self._set_boundaries(picked.tolist(), strict=False)
+        # END SOLUTION
 
     def describe(self) -> str:
         return f"range_uniform({self.column})"

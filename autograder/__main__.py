@@ -1,0 +1,7 @@
+"""``python -m autograder ...``: see ``autograder.cli``."""
+
+import sys
+
+from autograder.cli import run
+
+sys.exit(run())

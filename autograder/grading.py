@@ -1,0 +1,287 @@
+"""Grading a submission: the model of an assignment, and the loop that fills ``results.json``.
+
+An ``Assignment`` has parts; a ``Part`` is one file of the submission registering one plugin,
+graded by ``Case``s. Each case carries its inputs (JSON for the child, numpy arrays) and a
+``check`` that turns the child's observation into a ``Verdict`` in the grader's process. Cases
+are public or hidden: hidden ones live in the assignment's ``hidden/`` package, which the
+student release leaves out, and Gradescope shows their results after the due date.
+
+``grade_to_file`` is what the command line and Gradescope run: it writes ``results.json``
+exactly once, in a ``finally``, whatever happened before (a submission that could not be read,
+a grader bug, SIGTERM), so Gradescope always finds a valid file.
+"""
+
+from __future__ import annotations
+
+import signal
+import stat
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from autograder.results import Results, TestResult, write_results
+from autograder.sandbox import (
+    AutograderError,
+    CaseOutcome,
+    ChildJob,
+    Limits,
+    Sandbox,
+    run_cases,
+    sandbox_user,
+)
+
+HIDDEN_VISIBILITY = "after_due_date"
+DEFAULT_LIMITS = Limits()
+
+
+class Malformed(Exception):
+    """The child's answer does not have the shape the harness writes: it was tampered with."""
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    message: str
+
+
+@dataclass
+class Case:
+    """One graded case: inputs for the child, and the check of what it reports."""
+
+    id: str
+    title: str
+    points: float
+    hidden: bool
+    inputs: dict
+    arrays: dict[str, np.ndarray]
+    check: Callable[[Case, dict], Verdict]
+    about: str = ""
+
+    def job(self) -> dict:
+        return {"id": self.id, **self.inputs}
+
+
+@dataclass
+class Part:
+    """One file of the submission, registering one plugin, and the cases that grade it."""
+
+    key: str
+    title: str
+    file: str
+    plugin_kind: str
+    plugin_name: str
+    cases: list[Case]
+
+    @property
+    def points(self) -> float:
+        return sum(c.points for c in self.cases)
+
+
+@dataclass
+class Assignment:
+    name: str
+    title: str
+    harness: Path
+    parts: list[Part]
+    hidden_included: bool
+    protected: list[Path] = field(default_factory=list)  # must stay unreadable by submissions
+
+
+def shown_list(items: list, limit: int = 16) -> str:
+    """``[a, b, c]``, cut after ``limit`` items."""
+    head = ", ".join(str(x) for x in items[:limit])
+    return f"[{head}{', ...' if len(items) > limit else ''}]"
+
+
+# -- grading ------------------------------------------------------------------------------------
+def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *,
+                  limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print) -> Results:
+    """Grade ``submission`` for assignment ``name`` and write ``results_path``, always, once.
+
+    Raises ``AutograderError`` for a mistake in the call (unknown assignment, no submission
+    directory) after writing a results file that says so.
+    """
+    from autograder.assignments import load
+
+    start = time.monotonic()
+    results = Results()
+    previous = _raise_on_sigterm()
+    try:
+        assignment = load(name)
+        grade(assignment, Path(submission), results, limits=limits, user=user, log=log)
+        return results
+    except AutograderError as exc:
+        results.output = f"The submission could not be graded: {exc}"
+        raise
+    except (SystemExit, KeyboardInterrupt) as exc:
+        log(f"stopped: {exc or type(exc).__name__}")
+        results.output = (f"The autograder was stopped ({exc or type(exc).__name__}) before it "
+                          "finished; submit again, or ask your instructor.")
+        raise
+    except BaseException as exc:
+        log("".join(traceback.format_exception(exc)))
+        results.output = (f"The autograder itself failed ({type(exc).__name__}) after grading "
+                          f"{len(results.tests)} case(s); your instructor can see why in its log.")
+        raise
+    finally:
+        results.execution_time = time.monotonic() - start
+        try:
+            write_results(results_path, results)
+        except OSError as exc:
+            raise AutograderError(f"cannot write the results to {results_path}: "
+                                  f"{exc.strerror or exc}") from None
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_on_sigterm():
+    """Turn SIGTERM into SystemExit, so ``finally`` blocks run; only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum, frame):
+        raise SystemExit(f"stopped by signal {signum}")
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def grade(assignment: Assignment, submission: Path, results: Results, *,
+          limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print) -> Results:
+    """Fill ``results`` with one test per case of ``assignment``, graded on ``submission``."""
+    if not submission.is_dir():
+        raise AutograderError(f"submission directory {submission} does not exist")
+    log = _serialized(log)
+    who = sandbox_user(user)
+    log(f"grading {assignment.name} from {submission}; children run as "
+        f"{who.name if who else 'the current user (not root: no separate user)'}; "
+        f"limits: {limits.describe()}")
+    if who is not None:
+        if not _others_can_read(Path(sys.base_prefix) / "lib"):
+            log(f"WARNING: the Python installation under {sys.base_prefix} is not readable by "
+                "other users: submissions can import only the modules loaded before they run")
+        for path in assignment.protected:
+            if path.exists() and _others_can_read(path):
+                log(f"WARNING: submissions can read {path}; make the grader's files private "
+                    "(the Gradescope setup.sh runs chmod -R go-rwx on its source)")
+    summary: dict[str, list[TestResult]] = {}
+    with Sandbox(assignment.harness, submission, who) as sandbox:
+        if sandbox.skipped:
+            log("left out of the submission: " + "; ".join(sandbox.skipped))
+        threads = []
+        for part in assignment.parts:
+            summary[part.key] = []
+            t = threading.Thread(target=_grade_part, daemon=True,
+                                 args=(part, sandbox, submission, limits, summary[part.key], log))
+            t.start()
+            threads.append(t)
+        for t in threads:
+            t.join()
+    for i, part in enumerate(assignment.parts, start=1):
+        for j, test in enumerate(summary[part.key], start=1):
+            test.number = f"{i}.{j}"
+            results.tests.append(test)
+    unfinished = [p.key for p in assignment.parts if len(summary[p.key]) != len(p.cases)]
+    if unfinished:
+        raise RuntimeError(f"part(s) {', '.join(unfinished)} not graded to the end; see the log")
+    results.output = _summary(assignment, results, sandbox.skipped)
+    log(f"score {results.score:g} / {results.max_score:g}")
+    return results
+
+
+def _serialized(log):
+    """``log`` made safe to call from the parts' threads: one whole line at a time."""
+    lock = threading.Lock()
+
+    def locked(message: str) -> None:
+        with lock:
+            log(message)
+
+    return locked
+
+
+def _grade_part(part: Part, sandbox: Sandbox, submission: Path, limits: Limits,
+                out: list[TestResult], log) -> None:
+    """Run one part's cases in children and check each observation; append one test per case."""
+    if not (submission / part.file).is_file():
+        found = sorted(p.name for p in submission.iterdir())[:20]
+        message = (f"{part.file} is missing from the submission (found: "
+                   f"{', '.join(found) or 'nothing'}); part {part.key} needs it")
+        outcomes = [CaseOutcome(c.id, error=message) for c in part.cases]
+    else:
+        job = ChildJob(part.key, part.file, part.plugin_kind, part.plugin_name,
+                       [c.job() for c in part.cases],
+                       {k: v for c in part.cases for k, v in c.arrays.items()})
+        outcomes = run_cases(sandbox, job, limits, log=log)
+    by_id = {o.case_id: o for o in outcomes}
+    for case in part.cases:
+        outcome = by_id.get(case.id) or CaseOutcome(case.id, error="it was never run")
+        verdict = _verdict(case, outcome, log)
+        out.append(_test_result(part, case, outcome, verdict))
+        log(f"  {part.key} {case.id} {'passed' if verdict.passed else 'FAILED'} "
+            f"({outcome.seconds:.2f} s)")
+
+
+def _verdict(case: Case, outcome: CaseOutcome, log) -> Verdict:
+    if outcome.observation is None:
+        return Verdict(False, outcome.error or "no answer")
+    try:
+        return case.check(case, outcome.observation)
+    except Malformed as exc:
+        return Verdict(False, f"the answer reported for this case is malformed: {exc}")
+    except Exception as exc:  # a hostile answer the checks did not foresee: fail it, keep going
+        log(f"  check of case {case.id} raised: {''.join(traceback.format_exception(exc))}")
+        return Verdict(False, f"the answer reported for this case could not be checked "
+                              f"({type(exc).__name__})")
+
+
+def _test_result(part: Part, case: Case, outcome: CaseOutcome, verdict: Verdict) -> TestResult:
+    lines = [("passed" if verdict.passed else "FAILED") + ": " + verdict.message.strip()]
+    if case.about:
+        lines.append(f"(the case: {case.about})")
+    if outcome.printed.strip():
+        lines.append("your code printed:\n" + outcome.printed)
+    return TestResult(
+        name=f"{part.key}. {part.title}: {case.id} {case.title}",
+        number="",
+        max_score=case.points,
+        score=case.points if verdict.passed else 0.0,
+        passed=verdict.passed,
+        output="\n".join(lines),
+        visibility=HIDDEN_VISIBILITY if case.hidden else "visible",
+        tags=[f"part {part.key}", "hidden" if case.hidden else "public"],
+    )
+
+
+def _summary(assignment: Assignment, results: Results, skipped: list[str]) -> str:
+    lines = [f"{assignment.title}: {results.score:g} / {results.max_score:g}"]
+    for part in assignment.parts:
+        tests = [t for t in results.tests if f"part {part.key}" in t.tags]
+        public = [t for t in tests if "public" in t.tags]
+        lines.append(f"  part {part.key}, {part.title} ({part.file}): "
+                     f"{sum(t.score for t in tests):g} / {part.points:g}"
+                     f" (public cases: {sum(t.score for t in public):g} / "
+                     f"{sum(t.max_score for t in public):g})")
+    if assignment.hidden_included:
+        lines.append("Hidden cases count toward the score; their results are shown after the due date.")
+    else:
+        lines.append("This copy of the autograder holds only the public cases; the hidden ones "
+                     "run when you submit.")
+    if skipped:
+        lines.append("Left out of your submission: " + "; ".join(skipped))
+    return "\n".join(lines)
+
+
+def _others_can_read(path: Path) -> bool:
+    """True when a user who is neither owner nor in the group can reach and read ``path``."""
+    path = path.resolve()
+    for parent in reversed(path.parents):
+        if not parent.stat().st_mode & stat.S_IXOTH:
+            return False
+    return bool(path.stat().st_mode & stat.S_IROTH)

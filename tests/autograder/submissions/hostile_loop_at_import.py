@@ -1,0 +1,4 @@
+"""Hostile: spins forever while being imported (stopped by the CPU limit)."""
+
+while True:
+    pass

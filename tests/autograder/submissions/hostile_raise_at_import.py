@@ -1,0 +1,3 @@
+"""Hostile: raises while being imported."""
+
+raise RuntimeError("this submission refuses to be imported")
