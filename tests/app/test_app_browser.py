@@ -113,7 +113,9 @@ def test_explorer_in_a_headless_browser(sync_playwright, seeded_store_path, tmp_
                 page.goto(f"http://127.0.0.1:{port}/")
                 page.get_by_role("heading", name="minidb explorer").wait_for()
                 page.get_by_text("Papers with stored runs").wait_for()
-                assert str(store) in page.content()
+                # the store path is rendered in a code block; wait for its text (not the raw
+                # HTML, which streamlit fills in progressively)
+                page.get_by_text(str(store)).first.wait_for()
 
                 page.get_by_role("link", name="Findings", exact=True).click()
                 page.get_by_text("gamma.0pct_indexed_slower_with_nodes").wait_for()
