@@ -1,0 +1,230 @@
+"""Lab 1 (labs/lab1_gamma): the notebook runs top to bottom, its two files agree, and its
+assignment cells are marked and right.
+
+* ``test_notebook_runs``: executes ``lab1_gamma.ipynb`` in a fresh kernel at a small scale
+  (``MINIDB_LAB_SCALE``), failing on the first cell that raises;
+* ``test_script_and_notebook_in_sync``: the ``py:percent`` script and the ``.ipynb`` hold the
+  same cells (type, source, tags), and the notebook is stored without outputs;
+* ``test_solution_blocks_*``: the reference code of both parts sits between solution markers,
+  inside the cells students copy into ``partitioner.py`` / ``policy.py``, and stripping it
+  leaves valid Python with no marker left;
+* ``test_submission_cells_*``: those two cells, run on their own, register the names the
+  grader looks up and behave like minidb's built-in ``range_uniform`` and ``clock``; copied
+  into ``partitioner.py`` and ``policy.py`` as the lab tells students, they get full marks
+  from the autograder (public and hidden cases).
+
+Needs the ``labs`` extra (jupytext, nbclient, nbformat, ipykernel, matplotlib).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+try:
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+except ImportError as missing:  # a clear line instead of a bare collection error
+    raise ImportError(f"tests/labs needs the labs extra ({missing.name} is missing): "
+                      "pip install -e '.[dev,labs]'") from None
+
+from autograder.markers import find_blocks, has_marker_text, strip_notebook, strip_solutions
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "labs" / "lab1_gamma"
+SCRIPT = LAB / "lab1_gamma.py"
+NOTEBOOK = LAB / "lab1_gamma.ipynb"
+SMALL_SCALE = "0.05"
+SUBMISSIONS = {"partitioner.py": ("partitioner", "student_range_uniform"),
+               "policy.py": ("buffer_policy", "student_clock")}
+
+
+def _cells(nb) -> list[tuple[str, str, list[str]]]:
+    return [(c.cell_type, c.source, sorted(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def submission_cells() -> dict[str, str]:
+    """file name -> source of the cell that starts with ``# <file name>:``."""
+    found = {}
+    for cell in jupytext.read(SCRIPT).cells:
+        for name in SUBMISSIONS:
+            if cell.cell_type == "code" and cell.source.startswith(f"# {name}:"):
+                assert name not in found, f"two cells claim to be {name}"
+                found[name] = cell.source
+    assert set(found) == set(SUBMISSIONS), f"submission cells found: {sorted(found)}"
+    return found
+
+
+def load_cell(name: str) -> types.SimpleNamespace:
+    """Run one submission cell as its own module (as the grader would run the file)."""
+    namespace: dict = {"__name__": f"lab1_{name.removesuffix('.py')}"}
+    exec(compile(submission_cells()[name], f"<lab1 {name}>", "exec"), namespace)
+    return types.SimpleNamespace(**namespace)
+
+
+# -- the two files ------------------------------------------------------------------------------
+def test_script_and_notebook_in_sync():
+    script = jupytext.read(SCRIPT)
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert _cells(script) == _cells(notebook), (
+        "labs/lab1_gamma: the .py and the .ipynb differ; run "
+        "`jupytext --sync labs/lab1_gamma/lab1_gamma.py` after editing either")
+    assert notebook.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    for i, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None, (
+                f"cell {i + 1} of lab1_gamma.ipynb was saved with outputs; store it clean "
+                "(jupytext --sync regenerates it from the .py)")
+
+
+def test_parameters_cell_comes_first():
+    code = [c for c in jupytext.read(SCRIPT).cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert "MINIDB_LAB_SCALE" in code[0].source
+
+
+# -- solution markers ---------------------------------------------------------------------------
+def test_solution_blocks_are_marked_in_both_submission_cells():
+    cells = submission_cells()
+    for name, source in cells.items():
+        blocks = find_blocks(source, name)
+        assert blocks, f"the {name} cell has no solution block"
+        assert all(b.hint and "Lab 1, part" in b.hint for b in blocks), \
+            f"{name}: every block needs a hint naming the lab part"
+    text = SCRIPT.read_text(encoding="utf-8")
+    total = len(find_blocks(text, str(SCRIPT)))
+    assert total == sum(len(find_blocks(s, n)) for n, s in cells.items()), \
+        "solution blocks outside the two submission cells"
+
+
+def test_solution_blocks_strip_to_valid_python_in_both_files():
+    text = SCRIPT.read_text(encoding="utf-8")
+    stripped, count = strip_solutions(text, "lab1_gamma.py")
+    assert count >= 2 and not has_marker_text(stripped)
+    ast.parse(stripped)  # the student's script still parses
+    assert "NotImplementedYet" in stripped
+    raw, nb_count = strip_notebook(NOTEBOOK.read_text(encoding="utf-8"), "lab1_gamma.ipynb")
+    assert nb_count == count and not has_marker_text(raw)
+    for cell in json.loads(raw)["cells"]:
+        if cell["cell_type"] == "code":
+            ast.parse("".join(cell["source"]))
+
+
+# -- the reference code of the assignment -------------------------------------------------------
+def outcome(function, *args):
+    """What ``function(*args)`` returned, or the kind of error it raised."""
+    try:
+        return function(*args)
+    except Exception as error:  # the two implementations must fail alike, too
+        return type(error).__name__
+
+def test_submission_cells_register_the_graded_names():
+    from minidb.plugins import lookup
+
+    for name, (kind, plugin) in SUBMISSIONS.items():
+        module = load_cell(name)
+        cls = lookup(kind, plugin)
+        assert cls.__module__ == module.__name__, f"{plugin} is not the class of the {name} cell"
+
+
+@pytest.mark.parametrize("nodes", [1, 3, 4, 8])
+def test_submission_partitioner_matches_range_uniform(nodes):
+    from minidb.parallel.partitioners import RangeUniform
+
+    module = load_cell("partitioner.py")
+    rng = np.random.default_rng(nodes)
+    columns = {
+        "unique": rng.permutation(5_000).astype(np.int32),
+        "repeats": rng.integers(0, 40, 3_000).astype(np.int32),
+        "text": np.array([f"w{v:05d}".encode() for v in rng.permutation(900)], dtype="S52"),
+    }
+    for column, values in columns.items():
+        batch = np.zeros(len(values), dtype=[("rowid", "<i8"), (column, values.dtype)])
+        batch[column] = values
+        for sample in (None, 500):
+            mine, theirs = module.StudentRangeUniform(column, sample), RangeUniform(column, sample)
+            mine.fit(batch, nodes)
+            theirs.fit(batch, nodes)
+            assert mine.boundaries == theirs.boundaries, (column, sample)
+            assert np.array_equal(mine.route(batch), theirs.route(batch))
+            lo, hi = np.sort(values)[[len(values) // 5, len(values) // 2]].tolist()
+            assert outcome(mine.nodes_for_range, lo, hi) == outcome(theirs.nodes_for_range, lo, hi)
+            mine.fit(None, nodes)  # no data: keeps what it learned for the same node count
+            assert mine.boundaries == theirs.boundaries
+    if nodes > 1:
+        mine.fit(None, nodes + 1)  # ... and forgets it for another one
+        assert mine.boundaries is None
+
+
+def test_submission_clock_matches_builtin_clock():
+    from minidb.buffer.clock import ClockPolicy
+
+    module = load_cell("policy.py")
+    rng = np.random.default_rng(42)
+    for frames in (1, 3, 8):
+        mine, theirs = module.StudentClock(frames), ClockPolicy(frames)
+        for _ in range(2_000):
+            frame = int(rng.integers(frames))
+            action = rng.choice(["load", "hit", "evict", "victim"])
+            if action == "victim":
+                offered = np.flatnonzero(rng.random(frames) < 0.6)
+                if len(offered) == 0:
+                    continue
+                assert mine.choose_victim(offered) == theirs.choose_victim(offered)
+                continue
+            method = {"load": "page_loaded", "hit": "page_hit", "evict": "page_evicted"}[action]
+            getattr(mine, method)(frame)
+            getattr(theirs, method)(frame)
+
+
+def test_submission_cells_get_full_marks_from_the_autograder(tmp_path):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    for name, source in submission_cells().items():
+        (submission / name).write_text(source + "\n", encoding="utf-8")
+    results = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "lab1", "--submission",
+                           str(submission), "--results", str(results)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    graded = json.loads(results.read_text(encoding="utf-8"))
+    failed = [t["name"] for t in graded["tests"] if t.get("score") != t.get("max_score")]
+    assert not failed, f"lab cells lose points on: {failed}\n{graded['output']}"
+    assert graded["score"] == sum(t["max_score"] for t in graded["tests"])
+
+
+# -- the notebook, top to bottom ----------------------------------------------------------------
+def test_notebook_runs(tmp_path, monkeypatch):
+    """Execute the stored notebook at a small scale; any cell error fails the test."""
+    monkeypatch.setenv("MINIDB_LAB_SCALE", SMALL_SCALE)
+    monkeypatch.setenv("MINIDB_LAB_BACKEND", "inline")
+    # keep the kernel's files out of $HOME (read-only or shared on CI machines)
+    for var in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(LAB)}})
+    started = time.perf_counter()
+    client.execute()
+    elapsed = time.perf_counter() - started
+    text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                     for o in c.outputs if o.get("output_type") == "stream")
+    assert "part A: balanced" in text
+    assert "student_clock  evicts frame 0" in text  # Clock gives frame 0 its second chance ...
+    assert "lru            evicts frame 1" in text  # ... and takes it anyway; LRU would not
+    images = sum(1 for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+                 if "image/png" in o.get("data", {}))
+    assert images >= 6, f"expected the lab's plots, got {images} images"
+    print(f"lab1 notebook ran in {elapsed:.1f} s at scale {SMALL_SCALE} (pid {os.getpid()})")
