@@ -109,7 +109,9 @@ def test_create_table_as_stores_round_robin_or_as_the_partition_hint_says():
         db.create_table("t", data)
         db.sql("CREATE TABLE rr AS SELECT unique1, unique2 FROM t WHERE unique2 < 1500")
         sizes = [len(f) for f in db.fragments("rr")]
-        assert sum(sizes) == 1500 and max(sizes) - min(sizes) <= 1  # Gamma's round-robin default
+        # Gamma's round-robin default: each of the 3 selecting nodes deals its own results
+        # round-robin, so fragments differ by at most one tuple per producer
+        assert sum(sizes) == 1500 and max(sizes) - min(sizes) <= 3
         db.sql("/*+ partition=range(unique1: 1000, 2000) */ "
                "CREATE TABLE r AS SELECT unique1, unique2 FROM t WHERE unique2 < 1500")
         frags = db.fragments("r")

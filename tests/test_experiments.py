@@ -202,3 +202,17 @@ def test_runs_are_recorded_and_failures_keep_no_rows(tmp_path, monkeypatch):
         assert cell["published"] == published and cell["reproduced"] > 0
         assert cell["ratio"] == pytest.approx(cell["reproduced"] / published)
     assert "findings:" in report.summary()
+
+
+@pytest.mark.ray
+def test_modeled_rows_are_the_same_on_ray_and_inline(ray_session):
+    """The modeled clock comes from counted work only, so the backend must not change it (each
+    producer routes with its own copy of the split table's partitioner)."""
+    params = {"sizes": [2000], "systems": ["gamma"], "seed": 3}
+    rows = {b: run_experiment("gamma.selection", backend=b, **params) for b in ("inline", "ray")}
+
+    def modeled(rs):
+        return {(r["row"], r["column"], r["metric"]): r["value"] for r in rs
+                if r["clock"] == "modeled"}
+
+    assert modeled(rows["inline"]) == modeled(rows["ray"])

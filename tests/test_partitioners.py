@@ -571,3 +571,20 @@ def test_a_registered_class_that_is_not_a_partitioner(restore_registry):
     register("partitioner", "not_one")(dict)
     with pytest.raises(PartitioningError, match="not a Partitioner"):
         parse_partitioning("not_one", WISC, 2)
+
+
+def test_each_producer_routes_with_its_own_copy():
+    """Split tables on different nodes must not share a round-robin turn (inline nodes are
+    threads of one process; Ray nodes get copies anyway): producer p starts at node p mod N."""
+    import numpy as np
+
+    from minidb.parallel.partitioners import RoundRobin
+
+    rr = RoundRobin()
+    rr.fit(None, 4)
+    batch = np.zeros(3, dtype=[("a", "<i4")])
+    mine, theirs = rr.for_producer(1), rr.for_producer(6)
+    assert mine.route(batch).tolist() == [1, 2, 3]
+    assert theirs.route(batch).tolist() == [2, 3, 0]
+    assert mine.route(batch).tolist() == [0, 1, 2]  # its own turn carried over
+    assert rr.next_node == 0  # the original is untouched

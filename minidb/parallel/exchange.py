@@ -119,7 +119,9 @@ class SplitTable:
             raise MinidbError("a partitioning split table needs a partitioner")
         self.child, self.node_id, self.exchange_id, self.mode = child, node_id, exchange_id, mode
         self.consumers = list(consumers)
-        self.partitioner = partitioner
+        # every producer routes with its own copy (Gamma: each operator has its own split
+        # table), so no routing state is shared between nodes or threads
+        self.partitioner = None if partitioner is None else partitioner.for_producer(node_id)
         self.transport, self.wait, self.local = transport, wait, local
         self.packet_bytes, self.flush_bytes, self.window = packet_bytes, flush_bytes, max(1, window)
         self.schema: Schema = child.schema

@@ -57,6 +57,7 @@ Simplifications, compared with the papers:
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import re
 from collections.abc import Mapping
@@ -128,6 +129,11 @@ class Partitioner:
         None means "any node": the selection must go to all of them. The default knows nothing.
         """
         return None
+
+    def for_producer(self, producer: int) -> Partitioner:
+        """The copy a split table on node ``producer`` routes with: its own state, so that
+        several producers (threads or processes) never share a turn or a cursor."""
+        return copy.deepcopy(self)
 
     def partition(self, batch: np.ndarray) -> list[np.ndarray]:
         """``batch`` cut into one array per node (``route`` then ``split``)."""
@@ -201,6 +207,15 @@ class RoundRobin(Partitioner):
     def fit(self, batch: np.ndarray | None, num_nodes: int) -> None:
         super().fit(batch, num_nodes)
         self.next_node = 0
+
+    def for_producer(self, producer: int) -> RoundRobin:
+        """Each producer deals its own tuples starting at its own position (producer p starts
+        at node p mod N), so small results from many producers do not all pile up on node 0
+        and the placement is the same on every backend."""
+        mine = copy.deepcopy(self)
+        if mine.num_nodes:
+            mine.next_node = producer % mine.num_nodes
+        return mine
 
     def route(self, batch: np.ndarray) -> np.ndarray:
         n = self._nodes()
