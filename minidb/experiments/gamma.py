@@ -27,6 +27,8 @@ kept in a second row with ``clock = "wall"``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from minidb.datagen import generate
 from minidb.experiments.machines import build, measure
 from minidb.experiments.registry import Params, Progress, experiment, make_row
@@ -108,10 +110,25 @@ def select_into(query: str, tuples: int, result: str = "result") -> str:
             f"WHERE {attribute} BETWEEN {low} AND {high}")
 
 
-def _machine(system: str, nodes: int | None = None, page_size: int = PAGE_SIZE,
-             backend: str = "inline"):
+def _machines(p: Params, progress: Progress) -> Iterator[tuple[str, int, Params]]:
+    """Every (system, relation size) of a Table 1/7/8 experiment, with the parameters its rows
+    carry; one progress step each. The caller builds the machine with ``_machine``."""
+    sizes = scaled(p["sizes"], p["scale"])
+    systems = _check_systems(p["systems"])
+    progress.start(len(sizes) * len(systems))
+    for system in systems:
+        for tuples in sizes:
+            yield system, tuples, {"system": system, "tuples": tuples,
+                                   "nodes": SYSTEMS[system]["nodes"], "page_size": PAGE_SIZE,
+                                   "profile": SYSTEMS[system]["profile"], "seed": p["seed"],
+                                   "backend": p["backend"]}
+            progress.advance(f"{system} {tuples:,} tuples")
+
+
+def _machine(system: str, backend: str):
+    """The paper's machine for ``system`` (Gamma: 8 disk nodes; Teradata: 20 AMPs)."""
     spec = SYSTEMS[system]
-    return build(nodes or spec["nodes"], spec["profile"], page_size, backend)
+    return build(spec["nodes"], spec["profile"], PAGE_SIZE, backend)
 
 
 def _time_rows(name: str, reference: str, row: str, column: str, params: Params, m) -> list[dict]:
@@ -135,37 +152,27 @@ def _path_row(name: str, row: str, column: str, params: Params, m) -> dict:
             quick={"scale": 0.1})
 def selection(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.selection"
-    sizes = scaled(p["sizes"], p["scale"])
-    systems = _check_systems(p["systems"])
-    progress.start(len(sizes) * len(systems))
     rows: list[dict] = []
     times: dict[tuple[str, str, int], float] = {}
-    for system in systems:
-        for tuples in sizes:
-            column = f"{system}_{tuples}"
-            ref = "Table 1" if tuples in PAPER_SIZES else ""
-            params = {"system": system, "tuples": tuples, "nodes": SYSTEMS[system]["nodes"],
-                      "page_size": PAGE_SIZE, "profile": SYSTEMS[system]["profile"],
-                      "seed": p["seed"], "backend": p["backend"]}
-            db = _machine(system, backend=p["backend"])
-            try:
-                load_wisconsin(db, tuples, p["seed"], system)
-                for query in TABLE1_QUERIES:
-                    if system == "teradata" and "_clustered_index" in query:
-                        continue  # Teradata has no clustered indexes (Section 3)
-                    m = measure(db, select_into(query, tuples), drop="result")
-                    times[(system, query, tuples)] = m.modeled_s
-                    rows += _time_rows(name, ref, query, column, {**params, "query": query}, m)
-                    rows.append(_path_row(name, query, column, {**params, "query": query}, m))
-                key = tuples // 2
-                relation = "heap" if system == "teradata" else "indexed"  # Teradata: hash on key
-                m = measure(db, f"SELECT * FROM {relation} WHERE unique1 = {key}")
-                rows += _time_rows(name, ref, SINGLE_TUPLE, column,
-                                   {**params, "query": SINGLE_TUPLE}, m)
-            finally:
-                db.close()
-            progress.advance(f"{system} {tuples:,} tuples")
-    rows += _adjusted(name, times, sizes, systems, p)
+    for system, tuples, params in _machines(p, progress):
+        column = f"{system}_{tuples}"
+        ref = "Table 1" if tuples in PAPER_SIZES else ""
+        with _machine(system, p["backend"]) as db:
+            load_wisconsin(db, tuples, p["seed"], system)
+            for query in TABLE1_QUERIES:
+                if system == "teradata" and "_clustered_index" in query:
+                    continue  # Teradata has no clustered indexes (Section 3)
+                m = measure(db, select_into(query, tuples), drop="result")
+                times[(system, query, tuples)] = m.modeled_s
+                rows += _time_rows(name, ref, query, column, {**params, "query": query}, m)
+                rows.append(_path_row(name, query, column, {**params, "query": query}, m))
+            key = tuples // 2
+            relation = "heap" if system == "teradata" else "indexed"  # Teradata: hash on key
+            m = measure(db, f"SELECT * FROM {relation} WHERE unique1 = {key}")
+            rows += _time_rows(name, ref, SINGLE_TUPLE, column,
+                               {**params, "query": SINGLE_TUPLE}, m)
+    sizes = scaled(p["sizes"], p["scale"])
+    rows += _adjusted(name, times, sizes, p["systems"], p)
     return rows
 
 
@@ -219,8 +226,7 @@ def selection_speedup(p: Params, progress: Progress) -> list[dict]:
     progress.start(len(p["nodes"]))
     rows, base = [], {}
     for nodes in sorted(p["nodes"]):
-        db = build(nodes, p["profile"], PAGE_SIZE, p["backend"])
-        try:
+        with build(nodes, p["profile"], PAGE_SIZE, p["backend"]) as db:
             load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_2_QUERIES + FIGURE_4_QUERIES:
                 figure = 2 if query in FIGURE_2_QUERIES else 4
@@ -241,8 +247,6 @@ def selection_speedup(p: Params, progress: Progress) -> list[dict]:
                 sref = f"Figure {figure + 1}" if paper_config and first_nodes == 1 else ""
                 rows.append(make_row(name, sref, query, column, params, "speedup", speedup,
                                      "ratio"))
-        finally:
-            db.close()
         progress.advance(f"{nodes} node(s)")
     return rows
 
@@ -262,8 +266,7 @@ def page_size(p: Params, progress: Progress) -> list[dict]:
     progress.start(len(p["page_sizes"]))
     rows, base = [], {}
     for size in sorted(p["page_sizes"]):
-        db = build(p["nodes"], p["profile"], size, p["backend"])
-        try:
+        with build(p["nodes"], p["profile"], size, p["backend"]) as db:
             load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_6_QUERIES + FIGURE_8_QUERIES:
                 figure = 6 if query in FIGURE_6_QUERIES else 8
@@ -280,8 +283,6 @@ def page_size(p: Params, progress: Progress) -> list[dict]:
                 rows.append(make_row(name, f"Figure {figure + 1}" if paper_config else "", query,
                                      column, params, "speedup", base[query] / m.modeled_s,
                                      "ratio"))
-        finally:
-            db.close()
         progress.advance(f"{size // 1024} KB pages")
     return rows
 
@@ -303,46 +304,35 @@ AGGREGATES = {
             quick={"scale": 0.1})
 def aggregates(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.aggregates"
-    sizes = scaled(p["sizes"], p["scale"])
-    systems = _check_systems(p["systems"])
-    progress.start(len(sizes) * len(systems))
     rows = []
-    for system in systems:
-        for tuples in sizes:
-            db = _machine(system, backend=p["backend"])
-            try:
-                load_wisconsin(db, tuples, p["seed"], system, relations=("heap",))
-                for query, text in AGGREGATES.items():
-                    params = {"system": system, "tuples": tuples, "query": query,
-                              "nodes": SYSTEMS[system]["nodes"], "seed": p["seed"],
-                              "backend": p["backend"]}
-                    m = measure(db, text, drop="result" if text.startswith("CREATE") else None)
-                    ref = "Table 7" if tuples in PAPER_SIZES else ""
-                    rows += _time_rows(name, ref, query, f"{system}_{tuples}", params, m)
-            finally:
-                db.close()
-            progress.advance(f"{system} {tuples:,} tuples")
+    for system, tuples, params in _machines(p, progress):
+        with _machine(system, p["backend"]) as db:
+            load_wisconsin(db, tuples, p["seed"], system, relations=("heap",))
+            for query, text in AGGREGATES.items():
+                m = measure(db, text, drop="result" if text.startswith("CREATE") else None)
+                ref = "Table 7" if tuples in PAPER_SIZES else ""
+                rows += _time_rows(name, ref, query, f"{system}_{tuples}",
+                                   {**params, "query": query}, m)
     return rows
 
 
 # ---------------------------------------------------------------------------------------------
-def update_statements(tuples: int) -> dict[str, tuple[str, str]]:
-    """Table 8's six statements: slug -> (relation, SQL). ``plain`` has no index, ``keyed`` one
-    index (Gamma: clustered on unique1; Teradata: its hash organization on unique1 plus a dense
-    index on unique2), ``indexed`` has the clustered index on unique1 and the non-clustered one
-    on unique2 (Section 8)."""
+def update_statements(tuples: int) -> dict[str, str]:
+    """Table 8's six statements by row slug. ``plain`` has no index, ``keyed`` one (Gamma:
+    clustered on unique1; Teradata: its hash organization on unique1 plus a dense index on
+    unique2), ``indexed`` has the clustered index on unique1 and the non-clustered one on unique2
+    (Section 8)."""
     key, new = tuples // 3, tuples + 7
     values = ", ".join(str(new) for _ in range(13)) + ", 'AAAAAAA', 'BBBBBBB', 'AAAA'"
     return {
-        "append_1_tuple_no_index": ("plain", f"INSERT INTO plain VALUES ({values})"),
-        "append_1_tuple_one_index": ("keyed", f"INSERT INTO keyed VALUES ({values})"),
-        "delete_1_tuple_by_key": ("keyed", f"DELETE FROM keyed WHERE unique1 = {key}"),
-        "modify_1_tuple_key_attribute": ("indexed",
-                               f"UPDATE indexed SET unique1 = {new} WHERE unique1 = {key}"),
-        "modify_1_tuple_nonindexed_attribute": (
-            "indexed", f"UPDATE indexed SET oddOnePercent = 1 WHERE unique1 = {key + 1}"),
-        "modify_1_tuple_nonclustered_indexed_attribute": (
-            "indexed", f"UPDATE indexed SET unique2 = {new} WHERE unique2 = {key + 2}"),
+        "append_1_tuple_no_index": f"INSERT INTO plain VALUES ({values})",
+        "append_1_tuple_one_index": f"INSERT INTO keyed VALUES ({values})",
+        "delete_1_tuple_by_key": f"DELETE FROM keyed WHERE unique1 = {key}",
+        "modify_1_tuple_key_attribute": f"UPDATE indexed SET unique1 = {new} WHERE unique1 = {key}",
+        "modify_1_tuple_nonindexed_attribute":
+            f"UPDATE indexed SET oddOnePercent = 1 WHERE unique1 = {key + 1}",
+        "modify_1_tuple_nonclustered_indexed_attribute":
+            f"UPDATE indexed SET unique2 = {new} WHERE unique2 = {key + 2}",
     }
 
 
@@ -353,27 +343,17 @@ def update_statements(tuples: int) -> dict[str, tuple[str, str]]:
             quick={"scale": 0.1})
 def updates(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.updates"
-    sizes = scaled(p["sizes"], p["scale"])
-    systems = _check_systems(p["systems"])
-    progress.start(len(sizes) * len(systems))
     rows = []
-    for system in systems:
-        for tuples in sizes:
-            db = _machine(system, backend=p["backend"])
-            try:
-                _load_update_relations(db, tuples, p["seed"], system)
-                for query, (_, text) in update_statements(tuples).items():
-                    params = {"system": system, "tuples": tuples, "query": query,
-                              "nodes": SYSTEMS[system]["nodes"], "seed": p["seed"],
-                              "backend": p["backend"]}
-                    m = measure(db, text)
-                    ref = "Table 8" if tuples in PAPER_SIZES else ""
-                    rows += _time_rows(name, ref, query, f"{system}_{tuples}", params, m)
-                    rows.append(make_row(name, "", query, f"{system}_{tuples}", params,
-                                         "tuples_changed", float(m.rows), "count"))
-            finally:
-                db.close()
-            progress.advance(f"{system} {tuples:,} tuples")
+    for system, tuples, params in _machines(p, progress):
+        column = f"{system}_{tuples}"
+        with _machine(system, p["backend"]) as db:
+            _load_update_relations(db, tuples, p["seed"], system)
+            for query, text in update_statements(tuples).items():
+                m = measure(db, text)
+                ref = "Table 8" if tuples in PAPER_SIZES else ""
+                rows += _time_rows(name, ref, query, column, {**params, "query": query}, m)
+                rows.append(make_row(name, "", query, column, {**params, "query": query},
+                                     "tuples_changed", float(m.rows), "count"))
     return rows
 
 

@@ -475,6 +475,13 @@ class ResultsStore:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise StoreLocationError(f"directory {parent} of results store {self.path} is not "
                                      f"writable; choose another path or set {STORE_ENV}")
+        try:  # access() can say yes where no file can be made (root, /proc): try the lock file
+            with open(str(self.path) + ".lock", "a"):
+                pass
+        except OSError as err:
+            raise StoreLocationError(
+                f"cannot create files next to results store {self.path} "
+                f"({err.strerror or err}); choose another path or set {STORE_ENV}") from None
 
     @contextlib.contextmanager
     def _connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -352,3 +352,11 @@ def test_store_works_without_a_reference_dir(store_path: Path, tmp_path: Path,
     with store.record_run("gamma.selection", "gamma") as run:
         run.add(row())
     assert store.reference() == [] and store.compare() == []
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_a_directory_that_takes_no_files_fails_at_once_not_as_busy():
+    """As root, access() says /proc is writable; the store must still refuse it in one line
+    instead of waiting out the lock timeout and calling the store busy."""
+    with pytest.raises(StoreLocationError, match="cannot create files next to"):
+        ResultsStore("/proc/minidb-results.duckdb", timeout=5)
