@@ -364,8 +364,8 @@ class Table:
     def read_all(self) -> np.ndarray:
         return self.read_all_with_rids()[0]
 
-    def fetch(self, rids: np.ndarray) -> np.ndarray:
-        return self.storage.fetch(np.asarray(rids, dtype=np.int64))
+    def fetch(self, rids: np.ndarray, order: str = "sorted") -> np.ndarray:
+        return self.storage.fetch(np.asarray(rids, dtype=np.int64), order)
 
     # -- changing -----------------------------------------------------------------------------
     def check_records(self, records: np.ndarray) -> np.ndarray:

@@ -61,7 +61,7 @@ from minidb.catalog import (
     write_json_atomically,
 )
 from minidb.errors import MinidbError
-from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
 from minidb.sql.execute import run
 from minidb.sql.hints import parse_hints, split_hint_comment
@@ -135,7 +135,9 @@ class Database:
     """One minidb node: disk, buffer pool, catalog and the SQL front end."""
 
     def __init__(self, page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
-                 data_dir: str | os.PathLike | None = None, memory_pages: int | None = None):
+                 data_dir: str | os.PathLike | None = None, memory_pages: int | None = None,
+                 rid_fetch: str = "sorted"):
+        check_rid_fetch(rid_fetch)
         stored = None
         if data_dir is not None:
             if (Path(data_dir) / CLUSTER_FILE).exists():
@@ -151,7 +153,7 @@ class Database:
         except BaseException:
             self.disk.close()
             raise
-        self.ctx = ExecContext(self.disk, self.buffer)
+        self.ctx = ExecContext(self.disk, self.buffer, rid_fetch=rid_fetch)
         if memory_pages is None:
             memory_pages = max(MIN_MEMORY_PAGES, self.buffer.num_frames - RESERVED_PAGES)
         if isinstance(memory_pages, bool) or not isinstance(memory_pages, int | np.integer) \
@@ -352,7 +354,7 @@ class Database:
 
 def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
             buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
-            memory_pages: int | None = None, **parallel: Any):
+            memory_pages: int | None = None, rid_fetch: str = "sorted", **parallel: Any):
     """Open a minidb database.
 
     One inline node (the default) gives a single-node ``Database``. ``nodes > 1`` or
@@ -363,7 +365,8 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
 
     ``data_dir``: where the page files go (a temporary directory when None). A directory that
     already holds a minidb database is opened again, with every table it had; ``page_size``
-    defaults to the stored one then (4096 bytes for a new database).
+    defaults to the stored one then (4096 bytes for a new database). ``rid_fetch`` says how a
+    non-clustered index scan fetches its records (``minidb.exec.iterator.RID_FETCH``).
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
@@ -374,9 +377,10 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
 
         return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size,
                                 buffer_pages=buffer_pages, buffer_policy=buffer_policy,
-                                data_dir=data_dir, memory_pages=memory_pages, **parallel)
+                                data_dir=data_dir, memory_pages=memory_pages,
+                                rid_fetch=rid_fetch, **parallel)
     return Database(page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
-                    data_dir=data_dir, memory_pages=memory_pages)
+                    data_dir=data_dir, memory_pages=memory_pages, rid_fetch=rid_fetch)
 
 
 def _page_size(page_size: int | None, stored: dict | None, where) -> int:

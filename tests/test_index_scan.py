@@ -155,6 +155,58 @@ def test_index_scan_fixes_each_data_page_once_per_batch(tmp_path):
     assert used.hits + used.misses <= distinct_pages + tree.height + leaves  # ... and cost one fix
 
 
+@pytest.mark.parametrize("scan", ["index", "dense"])
+@pytest.mark.parametrize("low,high", [(100, 299), (None, 50), (500, 400)])
+def test_index_order_fetch_returns_the_same_records_in_key_order(db, scan, low, high):
+    ctx = ExecContext(db["disk"], db["buf"], batch_rows=4096, rid_fetch="index_order")
+    if scan == "index":
+        op = IndexScan(ctx, db["heap"], db["tree"], low, high, predicate=RESIDUAL)
+    else:
+        op = DenseIndexScan(ctx, db["heap"], db["dense"], low, high, predicate=RESIDUAL)
+    got = op.collect()
+    want = expect(db["recs"], "unique2", low, high, RESIDUAL)
+    np.testing.assert_array_equal(np.sort(got, order="unique1"), np.sort(want, order="unique1"))
+    if scan == "index":  # the B+ tree hands out record ids in key order, and so does the fetch
+        assert np.all(np.diff(got["unique2"]) > 0)
+
+
+def test_index_order_fetch_costs_a_fix_per_tuple_and_rereads_evicted_pages(tmp_path):
+    """Gamma's access method (§5.1, §5.2.2): every qualifying tuple fixes its data page, so a
+    page holding several of them is fixed several times, and read again from disk once a small
+    buffer pool has let it go; the sorted fetch reads each page once."""
+    recs = records(5000)
+    recs["unique2"] = np.random.default_rng(3).permutation(5000)
+    used = {}
+    for mode in ("sorted", "index_order"):
+        disk = Disk(tmp_path / mode, 4096)
+        buf = BufferManager(disk, 16)
+        heap = HeapFile(disk.create("h"), SCHEMA, buf)
+        rids = heap.append(recs)
+        tree = BPlusTree.bulk_load(disk, buf, "h.u2", recs["unique2"], rids)
+        buf.flush()
+        buf.discard(heap.file)  # start cold: no data page in the pool
+        ctx = ExecContext(disk, buf, batch_rows=100_000, rid_fetch=mode)
+        before_fix, before_io = buf.counters.snapshot(), disk.io.snapshot()
+        got = IndexScan(ctx, heap, tree, 0, 999).collect()
+        assert len(got) == 1000
+        used[mode] = (buf.counters.minus(before_fix), disk.io.minus(before_io))
+        matching = rids[recs["unique2"] <= 999]
+        distinct_pages = len(np.unique(matching // heap.capacity))
+        disk.close()
+    fixes, io = used["index_order"]
+    assert fixes.hits + fixes.misses >= 1000  # one fix per tuple (plus the index leaves)
+    assert used["sorted"][1].reads < io.reads  # pages evicted between two of their tuples
+    assert distinct_pages < 1000 < io.reads + fixes.hits
+
+
+def test_an_unknown_fetch_order_is_refused(tmp_path):
+    from minidb.database import Database
+    from minidb.errors import MinidbError
+
+    with pytest.raises(MinidbError, match="rid_fetch must be one of sorted, index_order"):
+        Database(rid_fetch="random")
+
+
 def test_describe_and_explain(db):
     ctx = db["ctx"]
     op = IndexScan(ctx, db["heap"], db["tree"], 5, 10, predicate=RESIDUAL, with_rids=True)

@@ -83,7 +83,7 @@ from minidb.database import DEFAULT_PAGE_SIZE, Database, ResultRows, _load_sourc
 from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import HashAggregate
 from minidb.exec.expr import Arith, Col, conjunction, key_range
-from minidb.exec.iterator import Operator
+from minidb.exec.iterator import Operator, check_rid_fetch
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
 from minidb.exec.sort import ExternalSort
@@ -209,7 +209,8 @@ class ParallelDatabase:
                  page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
                  timeout: float = 60.0, packet_bytes: int = 2048, profile: str | None = None,
-                 num_cpus: int | None = None):
+                 num_cpus: int | None = None, rid_fetch: str = "sorted"):
+        check_rid_fetch(rid_fetch)
         if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
             raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
         self.data_dir = None if data_dir is None else Path(data_dir)
@@ -233,12 +234,14 @@ class ParallelDatabase:
         self.diskless = list(range(int(disk_nodes), int(nodes)))
         self.profile, self.page_size = profile, page_size
         self.host = Database(page_size=page_size, buffer_pages=buffer_pages,
-                             buffer_policy=buffer_policy, memory_pages=memory_pages)
+                             buffer_policy=buffer_policy, memory_pages=memory_pages,
+                             rid_fetch=rid_fetch)
         kwargs = [dict(node_id=i, num_nodes=self.num_nodes, has_disk=i in self.disk,
                        page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                        memory_pages=memory_pages,
                        data_dir=None if data_dir is None else str(data_dir), timeout=timeout,
-                       packet_bytes=packet_bytes) for i in range(self.num_nodes)]
+                       packet_bytes=packet_bytes, rid_fetch=rid_fetch)
+                  for i in range(self.num_nodes)]
         if backend == "inline":
             from minidb.cluster.backends import InlineBackend
 

@@ -112,14 +112,14 @@ class Node:
     def __init__(self, node_id: int, num_nodes: int, has_disk: bool = True, page_size: int = 4096,
                  buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | None = None,
-                 timeout: float = 60.0, packet_bytes: int = 2048):
+                 timeout: float = 60.0, packet_bytes: int = 2048, rid_fetch: str = "sorted"):
         self.node_id, self.num_nodes, self.has_disk = node_id, num_nodes, has_disk
         if data_dir is not None:
             data_dir = node_dir(data_dir, node_id)
             os.makedirs(data_dir, exist_ok=True)
         self.db = Database(page_size=page_size, buffer_pages=buffer_pages,
                            buffer_policy=buffer_policy, data_dir=data_dir,
-                           memory_pages=memory_pages)
+                           memory_pages=memory_pages, rid_fetch=rid_fetch)
         self.timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []

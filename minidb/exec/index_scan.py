@@ -7,9 +7,12 @@ offered hash-key lookups on the primary key and dense secondary hash indices tha
 full for a range. Each of those is one iterator here:
 
 * ``ClusteredIndexScan``: ``ClusteredFile.range_scan``;
-* ``IndexScan``: record ids from a ``BPlusTree`` range, gathered from the leaves, sorted and
-  fetched a batch at a time, so each data page is fixed once per batch (a page holding several
-  qualifying tuples costs one fix, not one per tuple);
+* ``IndexScan``: record ids from a ``BPlusTree`` range, gathered from the leaves a batch at a
+  time, then fetched. By default each batch is sorted by record id and each data page fixed once
+  (a page holding several qualifying tuples costs one fix, not one per tuple); with the
+  context's ``rid_fetch="index_order"`` every record is fetched on its own in index-key order,
+  as Gamma did (§5.1 counts one page fault per qualifying tuple; §5.2.2 explains why larger
+  pages then make the scan slower);
 * ``HashLookupScan``: exact match on a ``HashFile``'s key (one bucket chain);
 * ``DenseIndexScan``: a ``DenseHashIndex`` range (the whole index read sequentially; an exact
   match reads one bucket chain), then fetches as above.
@@ -18,9 +21,9 @@ Every scan produces batches in the relation's schema, plus an int64 ``_rid`` col
 (``with_rids=True``, for updates and deletes through an index), and applies an optional residual
 predicate (the terms of the WHERE clause the index did not handle) to each batch.
 
-Simplified on purpose: a non-clustered scan fetches in record-id order within each batch, so its
-output is not in key order (only the clustered scan's is); a sort above it restores the order
-when a plan needs it.
+Simplified on purpose: with sorted fetches a non-clustered scan's output is in record-id order
+within each batch, not in key order (only the clustered scan's is); a sort above it restores the
+order when a plan needs it.
 """
 
 from __future__ import annotations
@@ -86,9 +89,17 @@ class _FetchingScan(_IndexScanBase):
         super().__init__(ctx, heap_or_file.schema, predicate, with_rids)
         self.source = heap_or_file
 
+    @property
+    def in_index_order(self) -> bool:
+        """True when records are fetched one at a time in index order (``ExecContext.rid_fetch``)."""
+        return self.ctx.rid_fetch == "index_order"
+
     def _fetch(self, rids: np.ndarray) -> np.ndarray:
-        rids = np.sort(np.asarray(rids, dtype=np.int64), kind="stable")
+        rids = np.asarray(rids, dtype=np.int64)
         self.stats.add("rids", len(rids))
+        if self.in_index_order:
+            return self._emit(self.source.fetch(rids, "given"), rids)
+        rids = np.sort(rids, kind="stable")
         return self._emit(self.source.fetch(rids), rids)
 
 
@@ -209,7 +220,7 @@ class DenseIndexScan(_FetchingScan):
         if self._rids is None:
             rids = (self.index.lookup(self.low) if self.exact
                     else self.index.range_rids(self.low, self.high))
-            self._rids = np.sort(rids)
+            self._rids = np.asarray(rids) if self.in_index_order else np.sort(rids)
         if self._pos >= len(self._rids):
             return None
         chunk = self._rids[self._pos : self._pos + self.ctx.batch_rows]

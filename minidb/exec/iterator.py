@@ -36,6 +36,21 @@ from minidb.storage.schema import Schema
 BATCH_ROWS = 16384
 
 
+#: how a non-clustered index scan visits the data pages of the records it found in the index:
+#: "sorted" gathers a batch of record ids and reads each page once, in page order (what a
+#: modern system does); "index_order" fetches one record at a time in index-key order, so every
+#: record costs a page fix and, unless the buffer pool still holds the page, a random read
+#: (Gamma's WiSS, DeWitt et al. 1988 §5.1 "each tuple causes a page fault", §5.2.2)
+RID_FETCH = ("sorted", "index_order")
+
+
+def check_rid_fetch(value: str) -> str:
+    """``value`` if it is one of ``RID_FETCH``; a one-line error naming them otherwise."""
+    if value not in RID_FETCH:
+        raise MinidbError(f"rid_fetch must be one of {', '.join(RID_FETCH)}, not {value!r}")
+    return value
+
+
 @dataclass
 class ExecContext:
     """What operators of one node share: its disk, its buffer pool, and temporary files."""
@@ -43,6 +58,8 @@ class ExecContext:
     disk: Disk
     buffer: BufferManager
     batch_rows: int = BATCH_ROWS
+    rid_fetch: str = "sorted"
+    """How a non-clustered index scan fetches the records its index names (``RID_FETCH``)."""
     _temp_ids: Iterator[int] = field(default_factory=itertools.count)
 
     @property

@@ -150,8 +150,8 @@ class ClusteredFile:
         """Every record in file order (key order until pages have been split)."""
         yield from self.heap.scan()
 
-    def fetch(self, rids: np.ndarray) -> np.ndarray:
-        return self.heap.fetch(rids)
+    def fetch(self, rids: np.ndarray, order: str = "sorted") -> np.ndarray:
+        return self.heap.fetch(rids, order)
 
     def read_all(self) -> np.ndarray:
         return self.heap.read_all()

@@ -157,8 +157,8 @@ class HashFile:
         """Every record, in file (hash-key) order, a cluster of pages at a time."""
         yield from self.heap.scan()
 
-    def fetch(self, rids: np.ndarray) -> np.ndarray:
-        return self.heap.fetch(rids)
+    def fetch(self, rids: np.ndarray, order: str = "sorted") -> np.ndarray:
+        return self.heap.fetch(rids, order)
 
     def read_all(self) -> np.ndarray:
         return self.heap.read_all()
