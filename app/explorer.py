@@ -37,7 +37,7 @@ import altair as alt
 import pandas as pd
 
 from minidb.experiments import PAPERS, Experiment, Progress, experiments
-from minidb.experiments.reproduce import PaperReport, reproduce, run_and_store
+from minidb.experiments.reproduce import PaperReport, mark_calibration, reproduce, run_and_store
 from minidb.results import STORE_ENV, ResultsStore, default_store_path
 
 # ----------------------------------------------------------------------------------- the store
@@ -277,9 +277,9 @@ def published_cells(store: ResultsStore, paper: str, reference: str,
     """The paper's numbered cells of ``reference`` beside the latest reproduced values (modeled
     clock). With ``exp``, cells reproduced by another experiment are left out, and so are cells
     of metrics ``exp`` does not produce (when it has stored rows)."""
-    cells = [c for c in store.compare(paper)
-             if c["reference"] == reference and c.get("status") in NUMBERED
-             and c.get("clock") in ("modeled", None)]
+    cells = mark_calibration([c for c in store.compare(paper)
+                              if c["reference"] == reference and c.get("status") in NUMBERED
+                              and c.get("clock") in ("modeled", None)])
     if exp is None:
         return cells
     metrics = {r["metric"] for r in store.rows(experiment=exp.name)}
@@ -297,7 +297,9 @@ def cells_frame(cells: list[dict]) -> pd.DataFrame:
               "ratio": c.get("ratio"),
               "within 2x": None if c.get("within_2x") is None else bool(c["within_2x"]),
               "unit": c.get("published_unit") or c.get("reproduced_unit") or "",
-              "note": c.get("note") or ""} for c in cells]
+              "note": ("calibration: a model constant was derived from this cell. "
+                       if c.get("calibration") else "") + (c.get("note") or "")}
+             for c in cells]
     frame = pd.DataFrame(lines, columns=columns)
     if len(frame):
         frame = frame.sort_values(["reproduced", "row", "column"], key=_missing_last,

@@ -62,6 +62,26 @@ def test_every_numeric_field_has_a_source(name):
     assert isinstance(profile.calibrated_on, tuple)
 
 
+def test_calibrated_constants_name_real_cells_and_follow_their_derivation():
+    from minidb.cost.profiles import gamma_scan_path_length
+    from minidb.results import load_reference
+
+    reference = load_reference().to_pylist()
+    cells = {(c["paper"], c["reference"], c["row"], c["column"]): c["value"] for c in reference}
+    gamma = PROFILES["gamma"]
+    assert gamma.calibration_cells == (("gamma", "Table 7", "min_scalar", "gamma_1000000"),)
+    published = cells[gamma.calibration_cells[0]]
+    assert gamma.instr_scan == round(gamma_scan_path_length(published))
+    assert gamma.sources["instr_scan"].startswith("calibrated")
+    for profile in PROFILES.values():
+        for cell in profile.calibration_cells:
+            assert cell in cells, (profile.name, cell)
+        if profile.calibration_cells:
+            assert profile.calibrated_on  # the text says what was taken from the cell
+    # a slower published aggregate means a longer path length, in proportion
+    assert gamma_scan_path_length(2 * published) > 2 * gamma_scan_path_length(published)
+
+
 def test_a_profile_without_sources_is_refused():
     gamma = PROFILES["gamma"]
     sources = dict(gamma.sources)

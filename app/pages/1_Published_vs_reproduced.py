@@ -42,7 +42,7 @@ else:
 # -- the paper's cells ---------------------------------------------------------------------
 st.subheader(f"{reference}: the paper's numbers")
 cells = explorer.cells_frame(explorer.published_cells(store, paper, reference, exp))
-compared = cells[cells["ratio"].notna()]
+compared = cells[cells["ratio"].notna() & cells["within 2x"].notna()]  # calibration cells out
 within = int(compared["within 2x"].astype(bool).sum()) if len(compared) else 0
 missing = int(cells["reproduced"].isna().sum())
 if cells.empty:

@@ -30,6 +30,8 @@ def format_report(reports: list[PaperReport]) -> str:
                          f"{'ratio':>6}")
             for c in group:
                 mark = "" if c.get("within_2x") is None else ("" if c["within_2x"] else "  >2x")
+                if c.get("calibration"):
+                    mark = "  calibration (a constant was derived from this cell)"
                 lines.append(f"  {c['row']:44} {c['column']:18} {c['metric']:22} "
                              f"{_number(c.get('reproduced')):>9} {_number(c.get('published')):>9} "
                              f"{_number(c.get('ratio')):>6}{mark}")

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from minidb.cost.profiles import PROFILES
 from minidb.experiments.findings import FindingResult, check_findings
 from minidb.experiments.registry import (
     PAPERS,
@@ -78,7 +79,8 @@ class PaperReport:
 
     @property
     def compared(self) -> list[dict]:
-        return [c for c in self.cells if c.get("ratio") is not None]
+        """Reproduced cells, calibration cells left out (a constant was derived from them)."""
+        return [c for c in self.cells if c.get("ratio") is not None and not c.get("calibration")]
 
     @property
     def within_2x(self) -> int:
@@ -104,10 +106,28 @@ def build_report(store: ResultsStore, paper: str | None = None) -> list[PaperRep
         if paper is None and not runs:
             continue
         rows = [_decoded(r) for r in store.rows(paper=p)]
-        cells = [c for c in store.compare(p)
-                 if c.get("status") in ("ok", "prose") and c.get("clock") in ("modeled", None)]
+        cells = mark_calibration([c for c in store.compare(p) if c.get("status") in
+                                  ("ok", "prose") and c.get("clock") in ("modeled", None)])
         reports.append(PaperReport(p, PAPERS[p], cells, check_findings(rows, p), runs))
     return reports
+
+
+def calibration_cells() -> set[tuple[str, str, str, str]]:
+    """(paper, reference, row, column) of every published cell a profile constant was derived
+    from (``HardwareProfile.calibration_cells``)."""
+    return {cell for profile in PROFILES.values() for cell in profile.calibration_cells}
+
+
+def mark_calibration(cells: list[dict]) -> list[dict]:
+    """``cells`` (from ``ResultsStore.compare``) with the calibration cells flagged: they keep
+    their ratio but are not counted as reproduced (``within_2x`` None, ``calibration`` True)."""
+    used = calibration_cells()
+    out = []
+    for c in cells:
+        if (c.get("paper"), c.get("reference"), c.get("row"), c.get("column")) in used:
+            c = {**c, "calibration": True, "within_2x": None}
+        out.append(c)
+    return out
 
 
 def _decoded(row: dict) -> dict:
