@@ -513,89 +513,82 @@ _TANDEM_CALIBRATED = (
     "process' -> operator_startup_ms; the startup share of Figure 6's curves is not independent",
 )
 
-register_profile(
-    HardwareProfile(
+def _tandem_profile(name: str, description: str, mips: float, disk_seek_ms: float,
+                    disk_transfer_mb_s: float, sources: dict[str, str],
+                    calibrated_on: tuple[str, ...]) -> HardwareProfile:
+    """A Tandem processor: the VLX and the CLX share every constant but these."""
+    return HardwareProfile(
         **_with_path_lengths(
-            name="tandem_vlx",
-            description="Tandem NonStop VLX processor, 16 MB, ~800 MB mirrored discs, Dynabus",
-            mips=_TANDEM_VLX_MIPS,
+            name=name,
+            description=description,
+            mips=mips,
             instr_packet=_TANDEM_MSG_INSTR,
             instr_control_message=_TANDEM_MSG_INSTR,
-            disk_seek_ms=16.0,
+            disk_seek_ms=disk_seek_ms,
             disk_rotation_ms=_rotation_ms(3600),
             disk_seq_gap_ms=0.0,
-            disk_transfer_mb_s=1.0,
+            disk_transfer_mb_s=disk_transfer_mb_s,
             net_mbit_s=160.0,
             interconnect_mbit_s=320.0,
             packet_latency_ms=_TANDEM_LATENCY,
             packet_bytes=4 * KB,
-            control_message_ms=_message_ms(_TANDEM_MSG_INSTR, _TANDEM_VLX_MIPS, _TANDEM_LATENCY),
+            control_message_ms=_message_ms(_TANDEM_MSG_INSTR, mips, _TANDEM_LATENCY),
             operator_startup_ms=_TANDEM_STARTUP_MS,
             memory_bytes=16 * MB,
-            sources={
-                **_TANDEM_COMMON_SOURCES,
-                "mips": (
-                    "estimate: ~3 MIPS for a VLX processor (the paper rates it at ~7 DebitCredit "
-                    "tps but gives no MIPS figure)"
-                ),
-                "disk_seek_ms": (
-                    "estimate: ~16 ms for the ~800 MB VLX discs (capacity from the NonStop SQL "
-                    "paper; their timing is not given)"
-                ),
-                "disk_transfer_mb_s": (
-                    "NonStop SQL paper, introduction: a serial query 'scanning at one megabyte per "
-                    "second'; used as the rate at which one processor's disc process delivers a "
-                    "scan (the bare disc is faster; mirroring, blocking and the disc process's "
-                    "messages are inside this figure)"
-                ),
-            },
-            calibrated_on=_TANDEM_CALIBRATED,
-        )
+            sources={**_TANDEM_COMMON_SOURCES, **sources},
+        ),
+        calibrated_on=calibrated_on,
+    )
+
+
+register_profile(
+    _tandem_profile(
+        "tandem_vlx", "Tandem NonStop VLX processor, 16 MB, ~800 MB mirrored discs, Dynabus",
+        mips=_TANDEM_VLX_MIPS, disk_seek_ms=16.0, disk_transfer_mb_s=1.0,
+        sources={
+            "mips": (
+                "estimate: ~3 MIPS for a VLX processor (the paper rates it at ~7 DebitCredit "
+                "tps but gives no MIPS figure)"
+            ),
+            "disk_seek_ms": (
+                "estimate: ~16 ms for the ~800 MB VLX discs (capacity from the NonStop SQL "
+                "paper; their timing is not given)"
+            ),
+            "disk_transfer_mb_s": (
+                "NonStop SQL paper, introduction: a serial query 'scanning at one megabyte per "
+                "second'; used as the rate at which one processor's disc process delivers a "
+                "scan (the bare disc is faster; mirroring, blocking and the disc process's "
+                "messages are inside this figure)"
+            ),
+        },
+        calibrated_on=_TANDEM_CALIBRATED,
     )
 )
 
 register_profile(
-    HardwareProfile(
-        **_with_path_lengths(
-            name="tandem_clx",
-            description="Tandem NonStop CLX processor, 16 MB, ~300 MB mirrored discs",
-            mips=_TANDEM_CLX_MIPS,
-            instr_packet=_TANDEM_MSG_INSTR,
-            instr_control_message=_TANDEM_MSG_INSTR,
-            disk_seek_ms=20.0,
-            disk_rotation_ms=_rotation_ms(3600),
-            disk_seq_gap_ms=0.0,
-            disk_transfer_mb_s=0.5,
-            net_mbit_s=160.0,
-            interconnect_mbit_s=320.0,
-            packet_latency_ms=_TANDEM_LATENCY,
-            packet_bytes=4 * KB,
-            control_message_ms=_message_ms(_TANDEM_MSG_INSTR, _TANDEM_CLX_MIPS, _TANDEM_LATENCY),
-            operator_startup_ms=_TANDEM_STARTUP_MS,
-            memory_bytes=16 * MB,
-            sources={
-                **_TANDEM_COMMON_SOURCES,
-                "mips": (
-                    "derived: tandem_vlx mips (estimate, 3) x 4/7, the ratio of the DebitCredit "
-                    "ratings the NonStop SQL paper gives per processor (CLX ~4 tps, VLX ~7 tps)"
-                ),
-                "disk_seek_ms": (
-                    "estimate: ~20 ms for the ~300 MB CLX discs (capacity from the NonStop SQL "
-                    "paper; their timing is not given)"
-                ),
-                "disk_transfer_mb_s": (
-                    "derived: half the VLX's 1 MB/s scan rate; the NonStop SQL paper (text under "
-                    "Table 2) says a job runs about twice as fast on a VLX as on a CLX"
-                ),
-                "net_mbit_s": "estimate: assumed the same Dynabus path as the VLX (~20 MB/s)",
-                "interconnect_mbit_s": "estimate: assumed the same Dynabus as the VLX",
-            },
-            calibrated_on=_TANDEM_CALIBRATED
-            + (
-                "NonStop SQL 1989, benchmark-configuration text: CLX ~4 tps vs VLX ~7 tps "
-                "DebitCredit per processor -> CLX/VLX mips ratio",
+    _tandem_profile(
+        "tandem_clx", "Tandem NonStop CLX processor, 16 MB, ~300 MB mirrored discs",
+        mips=_TANDEM_CLX_MIPS, disk_seek_ms=20.0, disk_transfer_mb_s=0.5,
+        sources={
+            "mips": (
+                "derived: tandem_vlx mips (estimate, 3) x 4/7, the ratio of the DebitCredit "
+                "ratings the NonStop SQL paper gives per processor (CLX ~4 tps, VLX ~7 tps)"
             ),
-        )
+            "disk_seek_ms": (
+                "estimate: ~20 ms for the ~300 MB CLX discs (capacity from the NonStop SQL "
+                "paper; their timing is not given)"
+            ),
+            "disk_transfer_mb_s": (
+                "derived: half the VLX's 1 MB/s scan rate; the NonStop SQL paper (text under "
+                "Table 2) says a job runs about twice as fast on a VLX as on a CLX"
+            ),
+            "net_mbit_s": "estimate: assumed the same Dynabus path as the VLX (~20 MB/s)",
+            "interconnect_mbit_s": "estimate: assumed the same Dynabus as the VLX",
+        },
+        calibrated_on=_TANDEM_CALIBRATED + (
+            "NonStop SQL 1989, benchmark-configuration text: CLX ~4 tps vs VLX ~7 tps "
+            "DebitCredit per processor -> CLX/VLX mips ratio",
+        ),
     )
 )
 

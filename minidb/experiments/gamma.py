@@ -33,13 +33,16 @@ from minidb.datagen import generate
 from minidb.experiments.machines import build, measure
 from minidb.experiments.registry import Params, Progress, experiment, make_row
 
-#: the paper's machines: nodes that hold data, page size, file organization, secondary index kind
-#: how a non-clustered index fetches records: one at a time in index order on both machines
-#: (Gamma §5.1 counts a page fault per qualifying tuple, §5.2.2 a data-page fetch per tuple;
-#: Teradata §5.1: "each access to the relation requires a random seek"); and the memory a node
-#: has for pages: on Gamma 0.6 MB of its 2 MB, derived from §6.1 (the eight diskless processors
-#: that ran the joins in Remote mode had 4.8 MB in all for hash tables), on Teradata (the paper
-#: gives no figure) the whole 2 MB
+#: the paper's machines, one entry each:
+#:
+#: * ``nodes``: nodes that hold data; ``profile``: the hardware profile that prices the work;
+#: * ``organization``: how base relations are stored (Gamma heaps, Teradata hash files, §3);
+#: * ``rid_fetch``: how a non-clustered index fetches records, one at a time in index order on
+#:   both machines (Gamma §5.1 counts a page fault per qualifying tuple, §5.2.2 a data-page
+#:   fetch per tuple; Teradata §5.1: "each access to the relation requires a random seek");
+#: * ``buffer_bytes``: the memory a node has for pages. Gamma: 0.6 MB of its 2 MB, derived from
+#:   §6.1 (the eight diskless processors that ran the joins had 4.8 MB in all for hash tables);
+#:   Teradata: None, the profile's whole 2 MB (the paper gives no figure).
 SYSTEMS = {
     "gamma": {"nodes": 8, "profile": "gamma", "organization": "heap", "rid_fetch": "index_order",
               "buffer_bytes": 4.8 * 2**20 / 8},
