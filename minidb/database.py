@@ -140,6 +140,7 @@ class Database:
         check_rid_fetch(rid_fetch)
         stored = None
         if data_dir is not None:
+            check_data_dir(data_dir)
             if (Path(data_dir) / CLUSTER_FILE).exists():
                 raise MinidbError(
                     f"{data_dir} holds a parallel database; open it with "
@@ -187,8 +188,7 @@ class Database:
         (e.g. char widths) instead of deriving it from the data.
         """
         self._check_open()
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise MinidbError(f"table name {name!r} must be an identifier (letters, digits, _)")
+        check_table_name(name)
         if self.catalog.has(name):
             raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
         data = _load_source(source)
@@ -212,8 +212,8 @@ class Database:
         """Index ``column``: a non-clustered index, or (``clustered=True``) re-store the table in
         key order with a B+ tree on top (at most one clustered index per table)."""
         self._check_open()
-        t = self.catalog.get(table)
-        col = t.schema.column(column, f"table {t.name!r}").name
+        t = self.catalog.get(check_name_argument(table, "the table"))
+        col = t.schema.column(check_name_argument(column, "the indexed column"), f"table {t.name!r}").name
         if clustered:
             if t.organization == "clustered":
                 raise MinidbError(
@@ -352,6 +352,39 @@ class Database:
                 f"buffer_pages={self.buffer.num_frames}, memory_pages={self.memory_pages})")
 
 
+def check_table_name(name: Any) -> None:
+    """A table name must be an identifier that SQL reads as a table name without quotes."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise MinidbError(f"table name {name!r} must be an identifier (letters, digits, _)")
+    from minidb.sql.translate import is_plain_table_name
+
+    if not is_plain_table_name(name):
+        raise MinidbError(f"table name {name!r} is an SQL keyword, so queries could not name it; "
+                          "choose another name")
+
+
+def check_name_argument(value: Any, what: str) -> str:
+    """``value`` when it is a non-empty string; a one-line error naming ``what`` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise MinidbError(f"{what} must be a name (a non-empty string), not {value!r}")
+    return value
+
+
+def check_data_dir(data_dir: Any) -> None:
+    """``data_dir`` must be a path that is a directory or does not exist yet."""
+    if not isinstance(data_dir, str | os.PathLike):
+        raise MinidbError(f"data_dir must be a directory path, not {type(data_dir).__name__}")
+    path = Path(data_dir)
+    if path.exists() and not path.is_dir():
+        raise MinidbError(f"data_dir {str(path)!r} is a file, not a directory; give a directory "
+                          "(a new one is created)")
+
+
+#: keyword arguments of ``connect`` that only the parallel engine takes
+PARALLEL_OPTIONS = ("address", "disk_nodes", "diskless_nodes", "timeout", "packet_bytes",
+                    "profile", "num_cpus")
+
+
 def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
             buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
             memory_pages: int | None = None, rid_fetch: str = "sorted", **parallel: Any):
@@ -372,6 +405,11 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
     if backend not in ("inline", "ray"):
         raise MinidbError(f"backend must be 'inline' or 'ray', not {backend!r}")
+    unknown = sorted(set(parallel) - set(PARALLEL_OPTIONS))
+    if unknown:
+        raise MinidbError(f"connect() has no option {unknown[0]!r}; its options are nodes, backend, "
+                          "page_size, buffer_pages, buffer_policy, data_dir, memory_pages, "
+                          f"rid_fetch and, for the parallel engine, {', '.join(PARALLEL_OPTIONS)}")
     if nodes > 1 or backend == "ray" or parallel:
         from minidb.cluster.coordinator import ParallelDatabase
 

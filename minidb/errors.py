@@ -36,6 +36,10 @@ class UnsupportedSQLError(MinidbError):
     """The statement uses SQL outside minidb's subset; the message names the construct."""
 
 
+class NumericOverflowError(MinidbError):
+    """An integer result does not fit in 64 bits; minidb raises instead of wrapping around."""
+
+
 class UnknownPluginError(MinidbError):
     """A plugin name (policy, partitioner, ...) is not registered; the message lists known ones."""
 

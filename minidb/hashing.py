@@ -61,22 +61,61 @@ def hash_columns(batch: np.ndarray, names: list[str], seed: int = 0) -> np.ndarr
 
     Different seeds give unrelated hashes of the same rows, which is what re-partitioning a
     partition that is still too big needs.
+
+    Equal values hash alike whatever their column's type, because the two sides of a parallel
+    join route their tuples with this function and SQL joins ``int = float`` and ``char(9) =
+    char(5)`` by value:
+
+    * numbers hash by value (``canonical_number_bits``): 5 (int32), 5 (int64) and 5.0 give the
+      same hash;
+    * text hashes only up to its last non-NUL byte, so ``'abc'`` in char(5) and in char(9) agree.
     """
     n = len(batch)
     h = np.full(n, (GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
     for name in names:
         col = batch[name]
         if col.dtype.kind == "S":
-            width = col.dtype.itemsize
-            words = -(-width // 8)
-            raw = np.zeros((n, words * 8), dtype=np.uint8)
-            raw[:, :width] = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
-            for w in raw.view("<u8").T:
-                h = mix64(h ^ w)
-            continue
-        if col.dtype.kind == "f":
-            bits = (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 and 0.0 hash alike
+            h = _mix_text(h, col)
         else:
-            bits = col.astype(np.int64).view(np.uint64)
-        h = mix64(h ^ bits)
+            h = mix64(h ^ canonical_number_bits(col))
     return h
+
+
+_EXACT_INT = 2**53  # every integer up to this magnitude is exactly a float64
+
+
+def canonical_number_bits(col: np.ndarray) -> np.ndarray:
+    """64 bits per number that depend on its value only, not on its numpy type.
+
+    A number is taken as the float64 SQL compares it as (an int with a float is compared as a
+    double in DuckDB and in numpy); a whole float64 within int64's range gives the bits of that
+    int64, any other float its IEEE bits (with -0.0 folded into 0.0). Integers up to 2**53 in
+    magnitude are exact doubles, so the common case needs no conversion at all.
+    """
+    col = np.asarray(col)
+    if col.dtype.kind in "iub":
+        ints = col.astype(np.int64)
+        if len(ints) == 0 or (int(ints.min()) >= -_EXACT_INT and int(ints.max()) <= _EXACT_INT):
+            return ints.view(np.uint64)
+        col = ints
+    f = col.astype(np.float64) + 0.0
+    with np.errstate(invalid="ignore"):
+        whole = (np.floor(f) == f) & (np.abs(f) < 2.0**63)
+    bits = f.view(np.uint64).copy()
+    bits[whole] = f[whole].astype(np.int64).view(np.uint64)
+    return bits
+
+
+def _mix_text(h: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """Mix fixed-width text into ``h`` 8 bytes at a time, up to the last non-NUL byte, then its
+    length in words (so ``('', 'x')`` and ``('x', '')`` differ)."""
+    n, width = len(col), col.dtype.itemsize
+    words = -(-width // 8)
+    raw = np.zeros((n, words * 8), dtype=np.uint8)
+    raw[:, :width] = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
+    nonzero = raw != 0
+    length = np.where(nonzero.any(axis=1), words * 8 - np.argmax(nonzero[:, ::-1], axis=1), 0)
+    used = -(-length // 8)
+    for j, w in enumerate(raw.view("<u8").T):
+        h = np.where(used > j, mix64(h ^ w), h)
+    return mix64(h ^ used.astype(np.uint64))

@@ -79,10 +79,17 @@ from minidb.catalog import (
     stats_to_json,
     write_json_atomically,
 )
-from minidb.database import DEFAULT_PAGE_SIZE, Database, ResultRows, _load_source
+from minidb.database import (
+    DEFAULT_PAGE_SIZE,
+    Database,
+    ResultRows,
+    _load_source,
+    check_data_dir,
+    check_name_argument,
+)
 from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import HashAggregate
-from minidb.exec.expr import Arith, Col, conjunction, key_range
+from minidb.exec.expr import Arith, Col, Const, conjunction, key_range
 from minidb.exec.iterator import Operator, check_rid_fetch
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
@@ -98,7 +105,7 @@ from minidb.parallel.partitioners import (
 )
 from minidb.sql.hints import parse_hints, split_hint_comment
 from minidb.sql.operators import Limit
-from minidb.sql.planner import selectivity
+from minidb.sql.planner import is_integral, selectivity
 from minidb.sql.translate import (
     CreateTableAsStatement,
     DeleteStatement,
@@ -213,6 +220,8 @@ class ParallelDatabase:
         check_rid_fetch(rid_fetch)
         if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
             raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+        if data_dir is not None:
+            check_data_dir(data_dir)
         self.data_dir = None if data_dir is None else Path(data_dir)
         stored = None if self.data_dir is None else self._stored_catalog(int(nodes))
         if stored is not None:
@@ -303,8 +312,8 @@ class ParallelDatabase:
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
         """Index every fragment of ``table`` on ``column`` (clustered: re-store it sorted)."""
         self._check_open()
-        t = self.host.catalog.get(table)
-        t.schema.column(column, f"table {t.name!r}")
+        t = self.host.catalog.get(check_name_argument(table, "the table"))
+        t.schema.column(check_name_argument(column, "the indexed column"), f"table {t.name!r}")
         self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
                               "create index")
         self._save()
@@ -739,7 +748,8 @@ class _Run:
         disk = self.pdb.disk
         if p.column is None:
             return disk
-        found = key_range(conjunction(ref.filters), p.column) if ref.filters else None
+        found = (key_range(conjunction(ref.filters), p.column, is_integral(ref.table, p.column))
+                 if ref.filters else None)
         if found is None:
             return disk
         low, high, _ = found
@@ -892,6 +902,8 @@ class _Run:
             raise UnsupportedSQLError("unsupported in parallel: INSERT ... SELECT (use CREATE TABLE AS)")
         table = st.table
         p = self.pdb.schemes[table.name.lower()]
+        if isinstance(p, RangeUniform) and p.boundaries is None and len(st.records):
+            p.fit(st.records, len(self.pdb.disk))  # created empty: the first rows choose them
         parts = p.partition(st.records)
         disk = self.pdb.disk
         out = self.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
@@ -920,8 +932,10 @@ def _split_aggregates(aggregates):
     partials, finals, averages = [], [], []
     for name, func, arg in aggregates:
         if func == "AVG":
+            # the partial sums are doubles: an average never overflows, even where an int64
+            # sum on one node would (SUM itself stays exact, see minidb.exec.aggregate)
             s, c = f"{name}_sum", f"{name}_count"
-            partials += [(s, "SUM", arg), (c, "COUNT", arg)]
+            partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
             finals += [(s, "SUM", Col(s)), (c, "SUM", Col(c))]
             averages.append((name, s, c))
         else:

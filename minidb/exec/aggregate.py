@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minidb.errors import MemoryBudgetError, SchemaError
+from minidb.errors import MemoryBudgetError, NumericOverflowError, SchemaError
 from minidb.exec.expr import Expr
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.sort import sort_order
@@ -64,6 +64,7 @@ class _State:
     column: Column
     combine: str  # "add", "min" or "max"
     source: int | None  # index of the aggregate whose argument feeds it; None: a count of 1s
+    word: str | None = None  # "hi" / "lo": a half of an exact integer sum (see ``exact_sum``)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,16 @@ class HashAggregate(Operator):
 
         states: list[_State] = []
 
-        def state(kind: str, width: int, combine: str, src: int | None) -> int:
+        def state(kind: str, width: int, combine: str, src: int | None,
+                  word: str | None = None) -> int:
             name = f"__state{len(states)}"
-            states.append(_State(name, Column(name, kind, width), combine, src))
+            states.append(_State(name, Column(name, kind, width), combine, src, word))
             return len(states) - 1
+
+        def sum_states(src: int) -> tuple[int, ...]:
+            if sum_kind == "float64":
+                return (state("float64", 8, "add", src),)
+            return (state("int64", 8, "add", src, "hi"), state("int64", 8, "add", src, "lo"))
 
         aggs: list[_Aggregate] = []
         out_columns: list[Column] = list(self.group_columns)
@@ -108,16 +115,16 @@ class HashAggregate(Operator):
             if arg_col is not None and arg_col.kind == "char" and func in ("SUM", "AVG"):
                 raise SchemaError(f"{func}({arg}) is not defined on text")
 
-            # sums of integers are kept in int64 (exact), sums of floats in float64
+            # sums of integers are exact (two int64 words, see exact_sum), sums of floats float64
             sum_kind = "float64" if arg_col is not None and arg_col.kind == "float64" else "int64"
             if func == "COUNT":
                 idx = (state("int64", 8, "add", None),)
                 out = int_column(output, "int64")
             elif func == "SUM":
-                idx = (state(sum_kind, 8, "add", i),)
+                idx = sum_states(i)
                 out = Column(output, sum_kind, 8)
             elif func == "AVG":
-                idx = (state(sum_kind, 8, "add", i), state("int64", 8, "add", None))
+                idx = sum_states(i) + (state("int64", 8, "add", None),)
                 out = float_column(output)
             else:  # MIN / MAX keep the layout of their argument
                 idx = (state(arg_col.kind, arg_col.width, func.lower(), i),)
@@ -235,7 +242,7 @@ class HashAggregate(Operator):
                 continue
             if s.source not in values:
                 values[s.source] = _check_values(self.aggregates[s.source], batch)
-            part[s.name] = values[s.source]
+            part[s.name] = split_word(values[s.source], s.word)
         return self._reduce(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
@@ -253,7 +260,7 @@ class HashAggregate(Operator):
                     out[s.name] = col[np.argmin(col) if s.combine == "min" else np.argmax(col)]
                 else:
                     out[s.name] = col.min() if s.combine == "min" else col.max()
-            return out
+            return self._carry(out)
         ordered = part[sort_order([part[g] for g in self.group_names])]
         change = np.zeros(n, dtype=bool)
         change[0] = True
@@ -278,7 +285,16 @@ class HashAggregate(Operator):
                 by_value = col[np.lexsort((col, group_ids))]
                 ends = np.append(starts[1:], n) - 1
                 out[s.name] = by_value[starts if s.combine == "min" else ends]
-        return out
+        return self._carry(out)
+
+    def _carry(self, part: np.ndarray) -> np.ndarray:
+        """Move the carry of each exact sum's low word into its high word (keeps lo < 2**32)."""
+        for a in self.aggregates:
+            if a.func in ("SUM", "AVG") and self.states[a.states[0]].word == "hi":
+                hi, lo = (self.states[k].name for k in a.states[:2])
+                part[hi] += part[lo] >> 32
+                part[lo] &= _LOW_MASK
+        return part
 
     def _finish(self, table: np.ndarray) -> Iterator[np.ndarray]:
         """Final values of each group from its partial tuple, in batches."""
@@ -287,11 +303,16 @@ class HashAggregate(Operator):
         for name in self.group_names:
             out[name] = table[name]
         for a in self.aggregates:
-            first = self.states[a.states[0]].name
+            names = [self.states[k].name for k in a.states]
+            exact = self.states[a.states[0]].word == "hi"
             if a.func == "AVG":
-                out[a.output] = table[first] / table[self.states[a.states[1]].name]
+                total = exact_sum_float(table[names[0]], table[names[1]]) if exact \
+                    else table[names[0]]
+                out[a.output] = total / table[names[-1]]
+            elif a.func == "SUM" and exact:
+                out[a.output] = exact_sum(table[names[0]], table[names[1]], a)
             else:
-                out[a.output] = table[first]
+                out[a.output] = table[names[0]]
         step = self.ctx.batch_rows
         for start in range(0, len(out), step):
             yield out[start : start + step]
@@ -328,6 +349,42 @@ class _Spill:
             self.op.stats.add("spill_pages_written", writer.pages_written)
             heaps.append(heap)
         return heaps
+
+
+# -- exact integer sums -------------------------------------------------------------------------
+# A SUM over integers must not wrap around: 10 values of 8e18 add up to 8e19, beyond int64. Each
+# value x is split into a high word x >> 32 (signed) and a low word x & (2**32 - 1) (0 .. 2**32-1),
+# and the two words are summed separately; after every merge the low word's carry moves into the
+# high word, so both sums stay far from int64's limits (together they are a 96-bit integer).
+# At the end, hi * 2**32 + lo is the exact total: SUM returns it when it fits in int64 and raises
+# NumericOverflowError otherwise; AVG divides it as a float and never overflows.
+_LOW_MASK = np.int64(0xFFFFFFFF)
+
+
+def split_word(values: np.ndarray, word: str | None) -> np.ndarray:
+    """The ``word`` ("hi" / "lo") of each integer in ``values``; the values themselves if None."""
+    if word is None:
+        return values
+    values = np.asarray(values).astype(np.int64)
+    return values >> 32 if word == "hi" else values & _LOW_MASK
+
+
+def exact_sum(hi: np.ndarray, lo: np.ndarray, agg: _Aggregate | None = None) -> np.ndarray:
+    """hi * 2**32 + lo as int64, or NumericOverflowError naming the aggregate."""
+    fits = (hi >= -(2**31)) & (hi < 2**31)
+    if not fits.all():
+        bad = int(np.flatnonzero(~fits)[0])
+        total = int(hi[bad]) * 2**32 + int(lo[bad])
+        what = f"SUM({agg.argument})" if agg is not None else "a SUM"
+        raise NumericOverflowError(
+            f"{what} is {total}, which does not fit in a 64-bit integer; minidb does not wrap "
+            "around: sum a float instead, e.g. SUM(x * 1.0)")
+    return (hi.astype(np.int64) << 32) + lo
+
+
+def exact_sum_float(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """hi * 2**32 + lo as float64 (for AVG: never overflows)."""
+    return hi.astype(np.float64) * 4294967296.0 + lo.astype(np.float64)
 
 
 def _argument_column(arg: Expr, schema: Schema, func: str) -> Column:

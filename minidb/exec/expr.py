@@ -10,12 +10,13 @@ Text values are compared as the bytes stored in ``char(n)`` columns (NUL padding
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
 import numpy as np
 
-from minidb.errors import SchemaError
+from minidb.errors import NumericOverflowError, SchemaError
 from minidb.storage.schema import Column, Schema, char_column, float_column, int_column
 
 
@@ -176,8 +177,10 @@ class Arith(Expr):
         left, right = _operand(self.left, batch), _operand(self.right, batch)
         if self.op in ("+", "-", "*", "%"):
             left = np.asarray(left).astype(np.int64) if np.asarray(left).dtype.kind == "i" else left
-        with np.errstate(divide="ignore", invalid="ignore"):  # x / 0 gives inf or nan, no warning
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # x / 0: inf or nan
             result = _ARITH[self.op](left, right)
+        if self.op in ("+", "-", "*") and np.asarray(result).dtype.kind == "i":
+            check_int_overflow(self.op, left, right, result, self)
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
 
     def columns(self) -> set[str]:
@@ -193,6 +196,29 @@ class Arith(Expr):
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
+
+
+def check_int_overflow(op: str, left, right, result, expr: Expr) -> None:
+    """Raise ``NumericOverflowError`` where an int64 ``+ - *`` wrapped around.
+
+    numpy integers wrap silently (2**62 * 4 gives 0); SQL raises instead. The same operation in
+    floating point is a cheap witness: wherever its magnitude comes near 2**63 the exact result
+    is computed with Python integers, and a result outside int64 is an error, never a value.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        approx = _ARITH[op](np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64))
+    near = np.abs(np.atleast_1d(approx)) >= 2.0**62
+    if not near.any():
+        return
+    lefts = np.broadcast_to(np.atleast_1d(left), near.shape)[near]
+    rights = np.broadcast_to(np.atleast_1d(right), near.shape)[near]
+    exact = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
+    for a, b in zip(lefts.tolist(), rights.tolist(), strict=True):
+        value = exact(int(a), int(b))
+        if not -(2**63) <= value < 2**63:
+            raise NumericOverflowError(
+                f"{expr} gives {value} for {a} {op} {b}, which does not fit in a 64-bit integer; "
+                "minidb does not wrap around (use a float, e.g. x * 1.0)")
 
 
 def _kind(e: Expr, schema: Schema) -> str:
@@ -215,13 +241,27 @@ def conjunction(terms: list[Expr]) -> Expr | None:
     return terms[0] if len(terms) == 1 else And(tuple(terms))
 
 
-def key_range(pred: Expr | None, column: str) -> tuple[object, object, list[Expr]] | None:
+def key_range(pred: Expr | None, column: str, integral: bool = False
+              ) -> tuple[object, object, list[Expr]] | None:
     """The range ``[low, high]`` that ``pred``'s AND terms put on ``column``, if any.
 
     Returns ``(low, high, rest)`` where low / high are constants or None (unbounded) and ``rest``
     are the terms not used for the range (they still have to be applied as a filter); returns
-    None when no term restricts ``column`` with a constant. Strict bounds (``<``, ``>``) on
-    integers are turned into inclusive ones. Used by the planner to choose an index scan.
+    None when no term restricts ``column`` with a constant. Used by the planner to choose an index
+    scan and by the parallel engine to prune partitions.
+
+    How a bound is converted depends on the *column's* type, never on the literal's (this is the
+    one place minidb writes the rule down):
+
+    * an integer column (``integral=True``) takes exact inclusive integer bounds, whatever the
+      literal: ``c < 5`` and ``c < 4.5`` give ``high = 4``, ``c > -2.5`` gives ``low = -2``,
+      ``c = 5.5`` gives the empty range ``[6, 5]``; the term is fully used, no filter is left;
+      a bound outside int64 is dropped (or makes the range empty) and infinite or NaN literals
+      are left to the filter;
+    * a float or text column keeps the literal as it is: ``=``, ``<=`` and ``>=`` are used
+      exactly, while a strict ``<`` / ``>`` becomes an inclusive bound *and* its term stays in
+      ``rest``, so ``f < 5`` on a float column reads ``f <= 5`` and filters ``f < 5`` (4.5 is
+      kept, 5.0 dropped).
     """
     low = high = None
     rest: list[Expr] = []
@@ -236,31 +276,73 @@ def key_range(pred: Expr | None, column: str) -> tuple[object, object, list[Expr
             high = hi if high is None else min(high, hi)
 
     for term in conjuncts(pred):
-        if isinstance(term, Between) and term.value == Col(column) and isinstance(term.low, Const) \
-                and isinstance(term.high, Const):
-            tighten(term.low.value, term.high.value)
+        bounds = _term_bounds(term, column)
+        if bounds is None:
+            rest.append(term)
             continue
-        if isinstance(term, Compare) and term.op in ("=", "<", "<=", ">", ">="):
-            op, left, right = term.op, term.left, term.right
-            if isinstance(left, Const) and right == Col(column):
-                op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
-                left, right = right, left
-            if left == Col(column) and isinstance(right, Const) and not isinstance(right.value, bool):
-                v = right.value
-                integral = isinstance(v, int)
-                if op == "=":
-                    tighten(v, v)
-                elif op == "<=":
-                    tighten(None, v)
-                elif op == ">=":
-                    tighten(v, None)
-                elif op == "<" and integral:
-                    tighten(None, v - 1)
-                elif op == ">" and integral:
-                    tighten(v + 1, None)
-                else:  # strict bound on a non-integer: use it inclusively, keep the filter
-                    tighten(v if op == ">" else None, v if op == "<" else None)
+        for op, value in bounds:
+            if integral:
+                converted = _integer_bound(op, value)
+                if converted is None:  # inf or NaN: let the filter decide
                     rest.append(term)
-                continue
-        rest.append(term)
+                    break
+                tighten(*converted)
+            elif op in ("=", "<=", ">="):
+                tighten(value if op != "<=" else None, value if op != ">=" else None)
+            else:  # strict bound on a float or text column: read inclusively, keep the filter
+                tighten(value if op == ">" else None, value if op == "<" else None)
+                if not rest or rest[-1] is not term:
+                    rest.append(term)
     return (low, high, rest) if used else None
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+EMPTY_RANGE = (1, 0)  # low > high: no value qualifies
+
+
+def _term_bounds(term: Expr, column: str) -> list[tuple[str, object]] | None:
+    """``[(op, constant), ...]`` when ``term`` compares ``column`` with constants, else None."""
+    if isinstance(term, Between) and term.value == Col(column) and isinstance(term.low, Const) \
+            and isinstance(term.high, Const) and _is_bound(term.low) and _is_bound(term.high):
+        return [(">=", term.low.value), ("<=", term.high.value)]
+    if isinstance(term, Compare) and term.op in _FLIP:
+        op, left, right = term.op, term.left, term.right
+        if isinstance(left, Const) and right == Col(column):
+            op, left, right = _FLIP[op], right, left
+        if left == Col(column) and isinstance(right, Const) and _is_bound(right):
+            return [(op, right.value)]
+    return None
+
+
+def _is_bound(c: Const) -> bool:
+    return c.value is not None and not isinstance(c.value, bool)
+
+
+def _integer_bound(op: str, value) -> tuple[object, object] | None:
+    """``(low, high)`` for ``column op value`` on an integer column (see ``key_range``)."""
+    if isinstance(value, str):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        ceil, floor = math.ceil(value), math.floor(value)
+    else:
+        ceil = floor = int(value)
+    if op == "=":
+        low, high = ceil, floor
+    elif op == ">=":
+        low, high = ceil, None
+    elif op == ">":
+        low, high = floor + 1, None
+    elif op == "<=":
+        low, high = None, floor
+    else:  # "<"
+        low, high = None, ceil - 1
+    if (low is not None and low > _INT64_MAX) or (high is not None and high < _INT64_MIN):
+        return EMPTY_RANGE
+    if low is not None and low < _INT64_MIN:
+        low = None
+    if high is not None and high > _INT64_MAX:
+        high = None
+    return low, high

@@ -360,9 +360,16 @@ class Range(Partitioner):
         return np.searchsorted(bounds, values, side="right").astype(np.int64)
 
     def nodes_for_range(self, low, high):
-        """The nodes whose range meets [low, high] (None = unbounded on that side)."""
+        """The nodes whose range meets [low, high] (None = unbounded on that side).
+
+        A range-uniform partitioner that has seen no data yet has no boundaries: every node may
+        hold a match then (None)."""
         n = self._nodes()
+        if self._bounds is None and isinstance(self, RangeUniform):
+            return None
         bounds = self._ready()
+        if len(bounds) == 0:  # one node holds everything, whatever the column's type
+            return [0]
         text = bounds.dtype.kind == "S"
         lo = _bound_value(low, text, self)
         hi = _bound_value(high, text, self)

@@ -95,6 +95,13 @@ def range_selectivity(table: Table, column: str, low, high) -> float:
     return min(1.0, (float(hi) - float(lo) + step) / width)
 
 
+def is_integral(table: Table, column: str) -> bool:
+    """Whether ``column`` stores whole numbers (its bounds are converted exactly, see
+    ``minidb.exec.expr.key_range``)."""
+    kind = table.schema.column(column).kind
+    return kind != "char" and kind != "float64"
+
+
 def selectivity(table: Table, terms: list[Expr]) -> float:
     """Estimated fraction of the tuples that satisfy all ``terms`` (independence assumed)."""
     terms = list(terms)
@@ -106,7 +113,7 @@ def selectivity(table: Table, terms: list[Expr]) -> float:
     for column in sorted({c for t in terms for c in t.columns()}):
         if not table.schema.has_column(column):
             continue
-        found = key_range(pred, column)
+        found = key_range(pred, column, integral=is_integral(table, column))
         if found is None:
             continue
         low, high, rest = found
@@ -195,7 +202,7 @@ def candidate_paths(table: Table, terms: list[Expr]) -> list[AccessPath]:
     out: list[AccessPath] = []
 
     def bounded(column: str):
-        found = key_range(pred, column)
+        found = key_range(pred, column, integral=is_integral(table, column))
         if found is None:
             return None
         low, high, rest = found

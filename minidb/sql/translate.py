@@ -23,14 +23,19 @@ Everything else raises ``UnsupportedSQLError`` naming the construct. Types are c
 while running: comparing text with a number, or arithmetic on text, is a ``SchemaError`` before
 any page is touched, so a failing statement never leaves a table half changed.
 
+Numbers: integers are 64-bit; ``+ - *`` and SUM over integers never wrap around (a result
+beyond int64 raises ``NumericOverflowError``; SUM is exact in between, AVG never overflows); a
+bound on a column is read in the column's type (``minidb.exec.expr.key_range``).
+
 Simplifications: no NULLs (so COUNT(x) = COUNT(*)); an aggregate over no rows is not defined;
-integer overflow of arithmetic wraps as int64 does in numpy; ``%`` truncates toward zero like C
+``%`` truncates toward zero like C
 and DuckDB; ``/`` always gives a float (as in DuckDB), and dividing by zero gives inf or nan
 where SQL would give NULL.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,13 +155,26 @@ def parse(text: str) -> exp.Expression:
     try:
         trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
     except sqlglot.errors.ParseError as e:
-        detail = e.errors[0].get("description", str(e)) if e.errors else str(e)
-        raise MinidbError(f"SQL syntax error: {detail}") from None
+        raise MinidbError(_syntax_error(text, e.errors[0] if e.errors else {})) from None
     except sqlglot.errors.SqlglotError as e:
-        raise MinidbError(f"SQL syntax error: {str(e).splitlines()[0]}") from None
+        first = str(e).splitlines()[0]
+        if first.startswith("Error tokenizing"):
+            first = "a quote or bracket is not closed"
+        raise MinidbError(f"SQL syntax error: {first}") from None
     if len(trees) != 1:
         raise unsupported("several statements in one call; send them one at a time")
     return trees[0]
+
+
+def is_plain_table_name(name: str) -> bool:
+    """Whether ``SELECT * FROM name`` reads ``name`` as a table (not a keyword such as SELECT)."""
+    try:
+        tree = sqlglot.parse_one(f"SELECT * FROM {name}", read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return False
+    table = tree.args.get("from") or tree.args.get("from_")
+    return isinstance(table, exp.From) and isinstance(table.this, exp.Table) \
+        and table.this.name == name and not tree.args.get("joins")
 
 
 def translate(text: str, catalog: Catalog) -> Statement:
@@ -192,6 +210,26 @@ def _statement_name(tree: exp.Expression) -> str:
     if isinstance(tree, exp.Command):
         return f"{str(tree.this).upper()} statements"
     return f"{tree.key.upper()} statements"
+
+
+def _syntax_error(text: str, error: dict) -> str:
+    """A parse error in the user's terms: where it is and what was expected, without the
+    parser's internals (class names, 'Required keyword: this')."""
+    near = str(error.get("highlight") or "").strip()
+    description = str(error.get("description") or "")
+    m = re.match(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>", description)
+    if m:
+        what = f"{m.group(1).upper()} is incomplete"
+    elif description.startswith("Expecting "):
+        what = f"expected {description[len('Expecting '):]}"
+    elif "Unexpected token" in description or "Invalid expression" in description:
+        what = "unexpected word or symbol"
+    else:
+        what = description.split("<class")[0].strip() or "cannot parse the statement"
+    where = f" at {near!r}" if near else " at the end of the statement"
+    line, col = error.get("line"), error.get("col")
+    position = f" (line {line}, column {col})" if line and col else ""
+    return f"SQL syntax error: {what}{where}{position}"
 
 
 def _arg(node: exp.Expression, name: str):
@@ -323,6 +361,8 @@ class _ExprBuilder:
         if isinstance(node, exp.Boolean):
             return Const(bool(node.this))
         if isinstance(node, exp.Neg):
+            if isinstance(_unparen(node.this), exp.Literal) and not _unparen(node.this).is_string:
+                return Const(_literal(_unparen(node.this), negate=True))  # -9223372036854775808
             inner = self.build(node.this)
             if isinstance(inner, Const) and not isinstance(inner.value, bool | str):
                 return Const(-inner.value)
@@ -415,10 +455,12 @@ def construct_name(node: exp.Expression) -> str:
     return f"{type(node).__name__}: {node.sql()}"
 
 
-def _literal(node: exp.Literal) -> int | float | str:
+def _literal(node: exp.Literal, negate: bool = False) -> int | float | str:
+    """The Python value of a literal; ``negate`` for one written after a minus sign, so that
+    int64's smallest value -9223372036854775808 is a literal although its magnitude is not."""
     if node.is_string:
         return str(node.this)
-    text = str(node.this)
+    text = ("-" if negate else "") + str(node.this)
     try:
         value = int(text)
     except ValueError:
@@ -693,20 +735,27 @@ class _Select:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             if self.aggregating:
                 raise MinidbError("SELECT * cannot be combined with GROUP BY or aggregates; list the columns")
+            star = item if isinstance(item, exp.Star) else item.this
+            for key, what in (("replace", "SELECT * REPLACE"), ("rename", "SELECT * RENAME")):
+                if _arg(star, key):
+                    raise unsupported(f"{what}; list the columns with aliases instead")
             if isinstance(item, exp.Star):
-                if item.args.get("except") or item.args.get("replace") or item.args.get("rename"):
-                    raise unsupported("SELECT * EXCLUDE / REPLACE")
                 which = range(len(self.scope.refs))
             else:
                 which = [i for i, r in enumerate(self.scope.refs) if r.alias.lower() == item.table.lower()]
                 if not which:
                     raise UnknownTableError(f"{item.sql()}: no table or alias {item.table!r} in FROM")
+            excluded = self._excluded(_arg(star, "except") or [], which)
             out = []
             for i in which:
                 for c in self.scope.refs[i].table.schema.columns:
                     internal = self.scope.internal(i, c.name)
+                    if (i, c.name) in excluded:
+                        continue
                     name = c.name if c.name.lower() not in taken else internal
                     out.append((_unique_name(name, taken), Col(internal)))
+            if not out:
+                raise MinidbError(f"{item.sql(dialect='duckdb')} leaves no column to select")
             return out
         if isinstance(item, exp.Alias):
             name, node = item.alias, item.this
@@ -720,14 +769,38 @@ class _Select:
             raise unsupported(f"a condition in the SELECT list, {node.sql()}")
         return [(_unique_name(name, taken), e)]
 
+    def _excluded(self, columns: list[exp.Expression], which) -> set[tuple[int, str]]:
+        """The (table index, column) pairs named by ``* EXCLUDE (...)``, each one checked."""
+        out: set[tuple[int, str]] = set()
+        for node in columns:
+            if not isinstance(node, exp.Column):
+                raise unsupported(f"EXCLUDE ({node.sql()}); name columns")
+            if node.table:
+                i, col = self.scope.resolve(node)
+                hits = [(i, col)] if i in which else []
+            else:
+                hits = [(i, self.scope.refs[i].table.schema.column(node.name).name) for i in which
+                        if self.scope.refs[i].table.schema.has_column(node.name)]
+            if not hits:
+                raise UnknownColumnError(f"EXCLUDE names {node.sql()}, which the star does not select")
+            out.update(hits)
+        return out
+
     def _order_key(self, node: exp.Expression, outputs: list[tuple[str, Expr]],
                    select_items: list[exp.Expression]) -> str | None:
-        node = _unparen(node)
+        if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+            raise MinidbError(f"ORDER BY {node.sql()}: a position in the SELECT list must be "
+                              f"between 1 and {len(outputs)}")
         if isinstance(node, exp.Literal) and not node.is_string:
-            pos = int(str(node.this)) if str(node.this).isdigit() else 0
+            if not str(node.this).isdigit():
+                raise MinidbError(f"ORDER BY {node.sql()}: a position must be a whole number "
+                                  f"between 1 and {len(outputs)}")
+            pos = int(str(node.this))
             if not 1 <= pos <= len(outputs):
-                raise MinidbError(f"ORDER BY {node.sql()}: the SELECT list has {len(outputs)} columns")
+                raise MinidbError(f"ORDER BY {node.sql()}: a position in the SELECT list must "
+                                  f"be between 1 and {len(outputs)}")
             return outputs[pos - 1][0]
+        node = _unparen(node)
         if isinstance(node, exp.Column) and not node.table:
             for name, _ in outputs:
                 if name.lower() == node.name.lower():

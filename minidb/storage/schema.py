@@ -215,8 +215,10 @@ def _to_numpy(values: pa.Array, col: Column, what: str) -> np.ndarray:
     if pc.min(lengths).as_py() != col.width:
         # Pad with NUL bytes so every value is exactly `width` bytes, then view the data buffer.
         padded = pc.utf8_rpad(values, width=col.width, padding="\x00")
-        if pc.min(pc.binary_length(padded)).as_py() != col.width:  # multi-byte characters
-            return np.array(values.to_pylist(), dtype=col.numpy_dtype)
+        padded_lengths = pc.binary_length(padded)
+        if pc.min(padded_lengths).as_py() != col.width or \
+                pc.max(padded_lengths).as_py() != col.width:  # multi-byte UTF-8 characters
+            return np.array([v.encode("utf-8") for v in values.to_pylist()], dtype=col.numpy_dtype)
         binary = padded.cast(binary.type)
     offsets_type = np.int64 if pa.types.is_large_binary(binary.type) else np.int32
     offsets = np.frombuffer(binary.buffers()[1], dtype=offsets_type)[binary.offset : binary.offset + n + 1]

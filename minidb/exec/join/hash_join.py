@@ -14,15 +14,20 @@ are expanded with ``np.repeat``, with no Python step per tuple. Output tuples ar
 followed by the build tuple (outer then inner, as in ``NestedLoopsJoin``); the two inputs'
 column names must be different.
 
-Memory. The build input must fit in ``memory_pages`` pages (counted in pages of the build
-relation; the probe side streams through and is not charged). When it does not, the operator reads the rest of the
-build input only to count it and raises ``MemoryBudgetError`` saying how many pages it would
-have needed. Counters: ``build_tuples``, ``build_pages``, ``probe_tuples``, ``matches``.
+Memory. The hash table may hold ``memory_pages`` pages of the build relation (the probe side
+streams through and is not charged). When the build input turns out bigger than that (the
+planner's estimate was too low), the join does not fail: it keeps the first ``memory_pages``
+pages in the table and spools the rest of the build input to a temporary file, probes with the
+whole probe input while also spooling it, then joins the spooled build tuples one memory-load at
+a time against the spooled probe tuples. Every build tuple meets every probe tuple exactly once,
+so the result is the same; the price is one extra pass over the probe input per extra memory-load
+(``overflow_passes``), which is why the planner builds on the smaller input. Counters:
+``build_tuples``, ``build_pages``, ``probe_tuples``, ``matches``, ``overflow_passes``,
+``spill_pages_written``.
 
-Simplification: no overflow handling. Gamma, on overflow, spools part of the building relation
-to a file with a second hash function and later joins the overflow partitions (Section 6.2.2,
-whose cost grows quickly with the number of overflows); here the planner must pick a build
-input that fits, or another join method.
+Simplification: Gamma resolves an overflow differently, by spooling part of the building relation
+with a second hash function and handing that function to the producers of the probing relation
+(Section 6.2.2); this multi-pass fallback only keeps answers right when an estimate is wrong.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from minidb.errors import MemoryBudgetError, SchemaError
+from minidb.errors import SchemaError
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.join.nested_loops import concat_rows, joined_schema
-from minidb.exec.store import tuples_per_page
+from minidb.exec.store import SpoolWriter, tuples_per_page
 
 MIN_PAGES = 1
 
@@ -63,32 +68,32 @@ class HashJoin(Operator):
     def _open(self) -> None:
         memory = self.require_memory(MIN_PAGES)
         super()._open()
-        for key in ("build_tuples", "build_pages", "probe_tuples", "matches"):
+        for key in ("build_tuples", "build_pages", "probe_tuples", "matches", "overflow_passes"):
             self.stats.extra.setdefault(key, 0)
         build = self.children[0]
         capacity = tuples_per_page(self.ctx.page_size, build.schema)
-        limit = memory * capacity
+        self._limit = memory * capacity
         parts, rows = [], 0
+        self._overflow: SpoolWriter | None = None
         while (batch := self._pull(build)) is not None:
+            room = max(0, self._limit - rows)
+            if room:
+                parts.append(batch[:room])
+            if len(batch) > room:
+                if self._overflow is None:
+                    self._overflow = SpoolWriter(self.ctx.temp_heap(build.schema, "join-build"))
+                self._overflow.write(batch[room:])
             rows += len(batch)
-            if rows <= limit:
-                parts.append(batch)
-            else:
-                parts = []  # past the budget: only count the rest, to report what was needed
-        needed = -(-rows // capacity)
         self.stats.add("build_tuples", rows)
-        self.stats.add("build_pages", needed)
-        if rows > limit:
-            raise MemoryBudgetError(
-                f"hash join: the build input has {rows} tuples ({needed} pages) but the hash table "
-                f"may use only {memory} pages; raise memory_pages to at least {needed} or build on "
-                "the smaller input"
-            )
-        table = np.concatenate(parts) if parts else np.empty(0, dtype=build.schema.dtype)
+        self.stats.add("build_pages", -(-rows // capacity))
+        self._load(np.concatenate(parts) if parts else np.empty(0, dtype=build.schema.dtype))
+        self._output = self._run()
+
+    def _load(self, table: np.ndarray) -> None:
+        """Make ``table`` the hash table (here: sorted on the build key)."""
         order = np.argsort(table[self.build_key], kind="stable")
         self._table = table[order]
         self._keys = self._table[self.build_key]
-        self._output = self._run()
 
     def _next(self) -> np.ndarray | None:
         return next(self._output, None)
@@ -105,23 +110,59 @@ class HashJoin(Operator):
 
     def _run(self) -> Iterator[np.ndarray]:
         probe = self.children[1]
-        step = self.ctx.batch_rows
+        spooled = None
+        if self._overflow is not None:
+            spooled = SpoolWriter(self.ctx.temp_heap(probe.schema, "join-probe"))
         while (batch := self._pull(probe)) is not None:
             self.stats.add("probe_tuples", len(batch))
-            if not len(self._keys):
-                continue
-            keys = batch[self.probe_key]
-            low = np.searchsorted(self._keys, keys, side="left")
-            high = np.searchsorted(self._keys, keys, side="right")
-            counts = high - low
-            total = int(counts.sum())
-            if not total:
-                continue
-            self.stats.add("matches", total)
-            probe_idx = np.repeat(np.arange(len(batch)), counts)
-            # position of each match inside its probe tuple's run of equal build keys
-            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            build_idx = np.repeat(low, counts) + offsets
-            for start in range(0, total, step):
-                sl = slice(start, start + step)
-                yield concat_rows(batch[probe_idx[sl]], self._table[build_idx[sl]], self.schema.dtype)
+            if spooled is not None:
+                spooled.write(batch)
+            yield from self._probe(batch)
+        if self._overflow is None:
+            return
+        build_file, probe_file = self._overflow.close(), spooled.close()
+        self.stats.add("spill_pages_written", build_file.num_pages + probe_file.num_pages)
+        try:
+            loads = self._memory_loads(build_file)
+            for table in loads:
+                self.stats.add("overflow_passes")
+                self._load(table)
+                for batch, _ in probe_file.scan(keep=False):
+                    yield from self._probe(batch)
+        finally:
+            self.ctx.drop_temp(build_file)
+            self.ctx.drop_temp(probe_file)
+
+    def _memory_loads(self, heap) -> Iterator[np.ndarray]:
+        """The spooled build tuples, ``memory_pages`` pages at a time."""
+        held, rows = [], 0
+        for batch, _ in heap.scan(keep=False):
+            held.append(batch)
+            rows += len(batch)
+            while rows >= self._limit:
+                table = np.concatenate(held)
+                yield table[: self._limit]
+                held, rows = [table[self._limit:]], rows - self._limit
+        if rows:
+            yield np.concatenate(held)
+
+    def _probe(self, batch: np.ndarray) -> Iterator[np.ndarray]:
+        """The joined tuples of one probe batch against the hash table now in memory."""
+        if not len(self._keys):
+            return
+        keys = batch[self.probe_key]
+        low = np.searchsorted(self._keys, keys, side="left")
+        high = np.searchsorted(self._keys, keys, side="right")
+        counts = high - low
+        total = int(counts.sum())
+        if not total:
+            return
+        self.stats.add("matches", total)
+        probe_idx = np.repeat(np.arange(len(batch)), counts)
+        # position of each match inside its probe tuple's run of equal build keys
+        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        build_idx = np.repeat(low, counts) + offsets
+        step = self.ctx.batch_rows
+        for start in range(0, total, step):
+            sl = slice(start, start + step)
+            yield concat_rows(batch[probe_idx[sl]], self._table[build_idx[sl]], self.schema.dtype)
