@@ -332,12 +332,10 @@ def test_failed_update_of_a_clustered_key_leaves_table_unchanged(data):
 
 # -- unsupported constructs ----------------------------------------------------------------------
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT grp, COUNT(*) FROM small GROUP BY grp HAVING COUNT(*) > 1", "HAVING"),
     ("SELECT * FROM small LEFT JOIN other ON small.id = other.id", "LEFT OUTER JOIN"),
     ("SELECT * FROM small FULL OUTER JOIN other ON small.id = other.id", "FULL OUTER JOIN"),
     ("SELECT * FROM small JOIN other USING (id)", "USING"),
     ("SELECT * FROM small NATURAL JOIN other", "NATURAL"),
-    ("SELECT id FROM small WHERE id IN (SELECT id FROM other)", "IN lists"),
     ("SELECT id FROM (SELECT id FROM small) s", "subqueries"),
     ("SELECT id FROM small WHERE EXISTS (SELECT id FROM other)", "subqueries"),
     ("SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM small", "window functions"),
@@ -346,9 +344,6 @@ def test_failed_update_of_a_clustered_key_leaves_table_unchanged(data):
     ("SELECT CASE WHEN id > 1 THEN 1 ELSE 0 END FROM small", "CASE"),
     ("SELECT ABS(id) FROM small", "function ABS"),
     ("SELECT UPPER(name) FROM small", "function UPPER"),
-    ("SELECT DISTINCT grp FROM small", "DISTINCT"),
-    ("SELECT COUNT(DISTINCT grp) FROM small", "DISTINCT"),
-    ("SELECT id FROM small UNION SELECT id FROM other", "UNION"),
     ("SELECT id FROM small WHERE name IS NULL", "NULL"),
     ("SELECT NULL FROM small", "NULL"),
     ("WITH x AS (SELECT id FROM small) SELECT id FROM x", "WITH"),

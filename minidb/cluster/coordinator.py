@@ -18,6 +18,19 @@ groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one paral
 CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE. Anything else is an
 ``UnsupportedSQLError`` naming it.
 
+Duplicate elimination and HAVING run where Gamma runs aggregates (Section 7): on the nodes,
+after a repartitioning by a hash of the grouping attributes. ``SELECT DISTINCT`` is a GROUP BY
+on every output column: each node drops its own duplicates, sends the rest by a hash of all
+output columns, and the receiving node drops the duplicates that met there (over a join, the
+join nodes do this with the join's result). ``COUNT / SUM /
+AVG(DISTINCT x)`` is repartitioned on (group columns, x) the same way; the nodes aggregate the
+distinct values and the host combines their partial results. ``HAVING`` filters the groups
+right after their final aggregate: on the aggregation nodes for GROUP BY, at the host for a
+scalar aggregate or a DISTINCT aggregate (whose final step is there). ``UNION [ALL]`` runs
+each SELECT as its own parallel query and appends (and for UNION deduplicates) at the host;
+an uncorrelated subquery runs first as a parallel query of its own, and its answer becomes a
+constant of the statement (so partition pruning still applies).
+
 Hints (``db.sql(text, hint=...)`` or a leading ``/*+ ... */`` comment): the single-node access
 hints (``scan``, ``index``, ``clustered_index``, ``hash_join``, ``nested_loops``), a join placement
 (``local`` = disk nodes, ``remote`` = diskless nodes, ``allnodes``: Gamma's three configurations),
@@ -88,12 +101,19 @@ from minidb.database import (
     check_name_argument,
 )
 from minidb.errors import MinidbError, UnsupportedSQLError
-from minidb.exec.aggregate import HashAggregate
-from minidb.exec.expr import Arith, Col, Const, conjunction, key_range
+from minidb.exec.aggregate import (
+    DISTINCT_COLUMN,
+    HashAggregate,
+    distinct_stages,
+    split_aggregates,
+)
+from minidb.exec.expr import Arith, Col, conjunction, key_range
+from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator, check_rid_fetch
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
 from minidb.exec.sort import ExternalSort
+from minidb.exec.union import UnionAll
 from minidb.parallel.partitioners import (
     Hash,
     Partitioner,
@@ -103,9 +123,16 @@ from minidb.parallel.partitioners import (
     RoundRobin,
     parse_partitioning,
 )
+from minidb.sql.compound import SubqueryPlan, UnionQuery, subquery_answer
 from minidb.sql.hints import parse_hints, split_hint_comment
 from minidb.sql.operators import Limit
-from minidb.sql.planner import is_integral, selectivity
+from minidb.sql.planner import (
+    aggregate_query,
+    describe_answer,
+    divide_averages,
+    is_integral,
+    selectivity,
+)
 from minidb.sql.translate import (
     CreateTableAsStatement,
     DeleteStatement,
@@ -404,8 +431,8 @@ class ParallelDatabase:
         aggregates, ORDER BY, a partitioning that must see the data first) is computed at the
         host and then dealt out."""
         q = st.query
-        plain = (len(q.refs) == 1 and not q.aggregating and not q.order and q.limit is None
-                 and q.visible == len(q.outputs))
+        plain = (isinstance(q, SelectQuery) and len(q.refs) == 1 and not q.aggregating and not q.order and q.limit is None
+                 and q.visible == len(q.outputs) and not q.distinct)
         if plain:
             stored = run.select_into(st.name, q, partition)
             if stored is not None:
@@ -680,7 +707,11 @@ class _Run:
         return build_tree(self.pdb.host, spec, None)
 
     # -- SELECT -----------------------------------------------------------------------------------
-    def select(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+    def select(self, q: SelectQuery | UnionQuery | SubqueryPlan) -> tuple[Schema, np.ndarray]:
+        if isinstance(q, SubqueryPlan):
+            return self._with_subqueries(q)
+        if isinstance(q, UnionQuery):
+            return self._union(q)
         if len(q.refs) == 1:
             return self._single(q)
         if len(q.refs) == 2 and len(q.edges) == 1:
@@ -761,6 +792,8 @@ class _Run:
         targets = self._targets(ref)
         source = {"kind": "scan", "table": ref.table.name, "filters": ref.filters}
         where = f"nodes {targets}" + ("" if targets == self.pdb.disk else " (nodes_for_range)")
+        if not q.aggregating and q.distinct:
+            return self._distinct(q, source, targets, where)
         if not q.aggregating:
             spec = {"id": self.exchange("sel"), "source": source, "hint": self.hints,
                     "steps": [("project", q.outputs)], "sink": {"kind": "host"}}
@@ -768,7 +801,9 @@ class _Run:
             parts = self.phase("select", [(n, "run", (spec,)) for n in targets],
                                texts=[f"select {ref.table.name} on {where} -> host"])
             return self._finish(q, schema, parts, projected=True)
-        partials, finals, averages = _split_aggregates(q.aggregates)
+        if q.distinct_aggregates:
+            return self._distinct_aggregate(q, source, targets, where)
+        partials, finals, averages = split_aggregates(q.aggregates)
         spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
                 "steps": [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
         partial_schema = self.dry(spec).schema
@@ -777,23 +812,144 @@ class _Run:
                                texts=[f"partial aggregate of {ref.table.name} on {where} -> host"])
             host = HashAggregate(self.pdb.host.ctx, ArrayScan(partial_schema, _cat(parts, partial_schema)),
                                  [], finals, self.pdb.host.memory_pages)
-            return self._finish(q, host.schema, [host.collect()], averages=averages)
+            return self._finish(q, host.schema, [host.collect()], averages=averages, having=True)
         aggs = self.pdb.disk
         x = self.exchange("groups")
         p = Hash(*q.group_by)
         p.fit(None, len(aggs))
         spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
                         "partitioner": p}
+        steps = [("aggregate", q.group_by, finals)] + _average_steps(averages)
+        if q.having is not None:  # on the aggregation nodes, right after the final aggregate
+            steps.append(("filter", q.having))
         final = {"id": self.exchange("final"), "hint": self.hints,
                  "source": {"kind": "receive", "exchange": x, "producers": targets,
                             "schema": partial_schema},
-                 "steps": [("aggregate", q.group_by, finals)], "sink": {"kind": "host"}}
+                 "steps": steps, "sink": {"kind": "host"}}
         final_schema = self.dry(final).schema
         calls = [(n, "run", (final,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
+        having = f", HAVING {q.having_text}" if q.having is not None else ""
         parts = self.phase("grouped aggregate", calls, texts=[
             f"partial aggregate of {ref.table.name} on {where} -> {p.describe()} to nodes {aggs}",
-            f"final aggregate on nodes {aggs} -> host"])
-        return self._finish(q, final_schema, parts[:len(aggs)], averages=averages)
+            f"final aggregate{having} on nodes {aggs} -> host"])
+        return self._finish(q, final_schema, parts[:len(aggs)])
+
+    def _distinct(self, q: SelectQuery, source: dict, targets: list[int],
+                  where: str) -> tuple[Schema, np.ndarray]:
+        """SELECT DISTINCT as Gamma eliminates duplicates (Section 7, like its aggregates): each
+        node projects its tuples and drops its own duplicates, the rest are sent by a hash of
+        ALL the output columns, so equal tuples meet on one node, which drops them there."""
+        aggs = self.pdb.disk
+        x = self.exchange("distinct")
+        p = Hash(*q.names)
+        p.fit(None, len(aggs))
+        spec = {"id": self.exchange("sel"), "source": source, "hint": self.hints,
+                "steps": [("project", q.outputs), ("distinct",)],
+                "sink": {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
+                         "partitioner": p}}
+        schema = self.dry(spec).schema
+        final = {"id": self.exchange("dedup"), "hint": self.hints,
+                 "source": {"kind": "receive", "exchange": x, "producers": targets,
+                            "schema": schema},
+                 "steps": [("distinct",)], "sink": {"kind": "host"}}
+        calls = [(n, "run", (final,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
+        parts = self.phase("distinct", calls, texts=[
+            f"select {q.refs[0].table.name} on {where}, drop local duplicates -> {p.describe()} "
+            f"to nodes {aggs}",
+            f"SELECT DISTINCT: drop duplicates on nodes {aggs} -> host"])
+        return self._finish(q, schema, parts[:len(aggs)], projected=True, deduplicated=True)
+
+    def _distinct_aggregate(self, q: SelectQuery, source: dict, targets: list[int],
+                            where: str) -> tuple[Schema, np.ndarray]:
+        """COUNT / SUM / AVG(DISTINCT x): each node groups its tuples on (group columns, x),
+        which drops its duplicate x; those tuples are sent by a hash of (group columns, x), so
+        the copies of one x of a group meet on one node, which merges them and aggregates the
+        now distinct values by the group columns. Those partial results are combined like any
+        partials: sent by a hash of the group columns to the node that finishes each group
+        and applies HAVING (GROUP BY), or to the host (a scalar aggregate)."""
+        ref = q.refs[0]
+        stages = distinct_stages(q.aggregates, q.distinct_aggregates)
+        keyed = q.group_by + [DISTINCT_COLUMN]
+        read = [(c, Col(c)) for c in ref.table.schema.names if c in q.needed]
+        aggs = self.pdb.disk
+        x = self.exchange("distinct")
+        p = Hash(*keyed)
+        p.fit(None, len(aggs))
+        spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
+                "steps": [("project", read + [(DISTINCT_COLUMN, q.distinct_argument)]),
+                          ("aggregate", keyed, stages.first)],
+                "sink": {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
+                         "partitioner": p}}
+        partial_schema = self.dry(spec).schema
+        second = {"id": self.exchange("distinct-values"), "hint": self.hints,
+                  "source": {"kind": "receive", "exchange": x, "producers": targets,
+                             "schema": partial_schema},
+                  "steps": [("aggregate", keyed, stages.merge),
+                            ("aggregate", q.group_by, stages.second)],
+                  "sink": {"kind": "host"}}
+        second_schema = self.dry(second).schema
+        texts = [f"group {ref.table.name} on ({', '.join(keyed)}) on {where} -> {p.describe()} "
+                 f"to nodes {aggs}",
+                 f"drop duplicate {q.distinct_argument}, aggregate by "
+                 f"({', '.join(q.group_by) or 'no group'}) on nodes {aggs}"]
+        calls = [(n, "run", (second,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
+        if not q.group_by:  # scalar: the host combines the nodes' partial results
+            parts = self.phase("distinct aggregate", calls, texts=[*texts[:-1], texts[-1] + " -> host"])
+            rows = _cat(parts[:len(aggs)], second_schema)
+            host = HashAggregate(self.pdb.host.ctx, ArrayScan(second_schema, rows), [],
+                                 stages.final, self.pdb.host.memory_pages)
+            op = divide_averages(host, stages.averages, scalar=True)
+            self._plan.append("host: " + " <- ".join(o.describe() for o in op.walk()))
+            return self._finish(q, op.schema, [op.collect()], having=True)
+        y = self.exchange("groups")
+        by_group = Hash(*q.group_by)
+        by_group.fit(None, len(aggs))
+        second["sink"] = {"kind": "split", "exchange": y, "mode": "partition", "consumers": aggs,
+                          "partitioner": by_group}
+        steps = [("aggregate", q.group_by, stages.final)] + _average_steps(stages.averages)
+        if q.having is not None:
+            steps.append(("filter", q.having))
+        final = {"id": self.exchange("final"), "hint": self.hints,
+                 "source": {"kind": "receive", "exchange": y, "producers": aggs,
+                            "schema": second_schema},
+                 "steps": steps, "sink": {"kind": "host"}}
+        final_schema = self.dry(final).schema
+        having = f", HAVING {q.having_text}" if q.having is not None else ""
+        parts = self.phase("distinct aggregate", [(n, "run", (final,)) for n in aggs] + calls, texts=[
+            *texts[:-1], texts[-1] + f" -> {by_group.describe()} to nodes {aggs}",
+            f"final aggregate{having} on nodes {aggs} -> host"])
+        return self._finish(q, final_schema, parts[:len(aggs)])
+
+    def _union(self, u: UnionQuery) -> tuple[Schema, np.ndarray]:
+        """Each SELECT runs as its own parallel query; the host appends the results (widened
+        to one layout) and, for UNION, drops duplicates, then orders and limits."""
+        inputs = []
+        for i, part in enumerate(u.parts, 1):
+            self._plan.append(f"UNION part {i}:")
+            schema, records = self.select(part)
+            inputs.append(ArrayScan(schema, records))
+        op: Operator = UnionAll(inputs)
+        if u.distinct:
+            op = HashAggregate(self.pdb.host.ctx, op, op.schema.names, [], self.pdb.host.memory_pages)
+        if u.order:
+            op = ExternalSort(self.pdb.host.ctx, op, u.order, self.pdb.host.memory_pages)
+        if u.limit is not None:
+            op = Limit(op, u.limit)
+        records = op.collect()
+        what = "UNION (duplicates dropped at the host)" if u.distinct else "UNION ALL"
+        self._plan.append(f"host: {what}: " + " <- ".join(o.describe() for o in op.walk()))
+        return op.schema, records
+
+    def _with_subqueries(self, plan: SubqueryPlan) -> tuple[Schema, np.ndarray]:
+        """Run each uncorrelated subquery as a parallel query first, then the statement with
+        the answers written in as constants (so partition pruning still applies)."""
+        answers = []
+        for i, sub in enumerate(plan.subqueries, 1):
+            self._plan.append(f"subquery {i}:")
+            _, records = self.select(sub.query)
+            answers.append(subquery_answer(sub, records))
+            self._plan.append(describe_answer(i, sub, answers[-1]))
+        return self.select(plan.finish(answers))
 
     def _join(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
         edge = q.edges[0]
@@ -826,6 +982,8 @@ class _Run:
             steps.append(("filter", conjunction(q.residual)))
         if not q.aggregating:
             steps.append(("project", q.outputs))
+            if q.distinct:  # each join node drops its own duplicates first
+                steps.append(("distinct",))
         join = {"id": self.exchange("join"), "hint": self.hints, "steps": steps,
                 "sink": {"kind": "host"},
                 "source": {"kind": "join", "build_key": bkey, "probe_key": pkey,
@@ -834,12 +992,22 @@ class _Run:
                            "probe": {"kind": "receive", "exchange": scans[pr][2],
                                      "producers": scans[pr][1], "schema": schemas[pr]}}}
         join_schema = self.dry(join).schema
+        distinct = not q.aggregating and q.distinct
+        if distinct:  # the join result goes to the duplicate elimination, not to the host
+            by_row = Hash(*q.names)
+            by_row.fit(None, len(joiners))
+            join["sink"] = {"kind": "split", "exchange": self.exchange("distinct"),
+                            "mode": "partition", "consumers": joiners, "partitioner": by_row}
         bspec, bnodes, _ = scans[b]
         pspec, pnodes, _ = scans[pr]
         self.phase("build", [(n, "start", (join,)) for n in joiners]
                    + [(n, "run", (bspec,)) for n in bnodes], texts=[
             f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
             f"build hash tables on nodes {joiners}"])
+        if distinct:
+            return self._probe_distinct(q, join, join_schema, joiners, pspec, pnodes,
+                                        f"scan {q.refs[pr].table.name} on nodes {pnodes} -> "
+                                        f"hash({pkey}) to nodes {joiners}")
         parts = self.phase("probe", [(n, "drain", (join["id"],)) for n in joiners]
                            + [(n, "run", (pspec,)) for n in pnodes], texts=[
             f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}",
@@ -847,19 +1015,46 @@ class _Run:
         rows = _cat(parts[:len(joiners)], join_schema)
         if not q.aggregating:
             return self._finish(q, join_schema, [rows], projected=True)
-        host = HashAggregate(self.pdb.host.ctx, ArrayScan(join_schema, rows), q.group_by,
-                             q.aggregates, self.pdb.host.memory_pages)
+        host = aggregate_query(self.pdb.host.ctx, ArrayScan(join_schema, rows), q,
+                               self.pdb.host.memory_pages)
+        self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
+    def _probe_distinct(self, q: SelectQuery, join: dict, join_schema: Schema, joiners: list[int],
+                        pspec: dict, pnodes: list[int], scan_text: str) -> tuple[Schema, np.ndarray]:
+        """The probe phase of a SELECT DISTINCT over a join: the join nodes send their
+        (locally deduplicated) result tuples by a hash of all output columns (the join's sink,
+        set before it started) to the join nodes again, which drop the duplicates that meet
+        there, as for a one-table DISTINCT."""
+        sink = join["sink"]
+        dedup = {"id": self.exchange("dedup"), "hint": self.hints, "steps": [("distinct",)],
+                 "source": {"kind": "receive", "exchange": sink["exchange"], "producers": joiners,
+                            "schema": join_schema},
+                 "sink": {"kind": "host"}}
+        parts = self.phase("probe", [(n, "run", (dedup,)) for n in joiners]
+                           + [(n, "drain", (join["id"],)) for n in joiners]
+                           + [(n, "run", (pspec,)) for n in pnodes], texts=[
+            scan_text,
+            f"probe on nodes {joiners}, drop local duplicates -> "
+            f"{sink['partitioner'].describe()} to nodes {joiners}",
+            f"SELECT DISTINCT: drop duplicates on nodes {joiners} -> host"])
+        return self._finish(q, join_schema, parts[:len(joiners)], projected=True, deduplicated=True)
+
     def _finish(self, q: SelectQuery, schema: Schema, parts: list, projected: bool = False,
-                averages: list | None = None) -> tuple[Schema, np.ndarray]:
-        """The host's last steps: averages, the SELECT list, ORDER BY, hidden columns, LIMIT."""
+                averages: list | None = None, having: bool = False,
+                deduplicated: bool = False) -> tuple[Schema, np.ndarray]:
+        """The host's last steps: averages, HAVING (when the final aggregation ran here), the
+        SELECT list, DISTINCT (unless done on the nodes), ORDER BY, hidden columns, LIMIT."""
         op: Operator = ArrayScan(schema, _cat(parts, schema))
         if averages:
             keep = [(n, Col(n)) for n in schema.names]
             op = Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
+        if having and q.having is not None:
+            op = Filter(op, q.having)
         if not projected:
             op = Project(op, q.outputs)
+        if q.distinct and not deduplicated:
+            op = HashAggregate(self.pdb.host.ctx, op, op.schema.names, [], self.pdb.host.memory_pages)
         if q.order:
             op = ExternalSort(self.pdb.host.ctx, op, q.order, self.pdb.host.memory_pages)
         if q.visible < len(q.outputs):
@@ -927,21 +1122,11 @@ def _merge_stats(schema: Schema, per_node: list[dict]) -> dict:
     return merged
 
 
-def _split_aggregates(aggregates):
-    """Partial aggregates for the nodes, final ones over the partials, and AVG's sum/count."""
-    partials, finals, averages = [], [], []
-    for name, func, arg in aggregates:
-        if func == "AVG":
-            # the partial sums are doubles: an average never overflows, even where an int64
-            # sum on one node would (SUM itself stays exact, see minidb.exec.aggregate)
-            s, c = f"{name}_sum", f"{name}_count"
-            partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
-            finals += [(s, "SUM", Col(s)), (c, "SUM", Col(c))]
-            averages.append((name, s, c))
-        else:
-            partials.append((name, func, arg))
-            finals.append((name, "SUM" if func == "COUNT" else func, Col(name)))
-    return partials, finals, averages
+def _average_steps(averages: list) -> list:
+    """A fragment step adding each AVG output (sum / count) to the tuples."""
+    if not averages:
+        return []
+    return [("average", averages)]
 
 
 def _cat(parts: list, schema: Schema) -> np.ndarray:

@@ -29,6 +29,7 @@ from minidb.catalog import Table, _stats_of, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate
+from minidb.exec.expr import Arith, Col
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator
 from minidb.exec.project import Project
@@ -58,7 +59,9 @@ EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "
 
 def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 60.0) -> Operator:
     """The operator tree of one fragment ``spec`` over the tables of ``db`` (its split table
-    excluded). The coordinator also calls this on empty copies of the tables to learn the
+    excluded): a source, then steps ("project", outputs), ("filter", predicate),
+    ("aggregate", group columns, aggregates), ("distinct",) (drop duplicate tuples: a hash
+    aggregation grouping on every column) and ("average", [(output, sum, count)]). The coordinator also calls this on empty copies of the tables to learn the
     output schema of a fragment before any node runs it."""
     op = _source(db, spec["source"], inbox, timeout, spec.get("hint"))
     for step in spec.get("steps", []):
@@ -68,6 +71,11 @@ def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 6
             op = Filter(op, step[1])
         elif step[0] == "aggregate":
             op = HashAggregate(db.ctx, op, step[1], step[2], db.memory_pages)
+        elif step[0] == "distinct":  # duplicate elimination: group on every column
+            op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
+        elif step[0] == "average":  # AVG = sum / count, after a final aggregation
+            keep = [(n, Col(n)) for n in op.schema.names]
+            op = Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in step[1]])
         else:
             raise MinidbError(f"internal error: unknown fragment step {step[0]!r}")
     return op

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minidb.errors import MemoryBudgetError, NumericOverflowError, SchemaError
-from minidb.exec.expr import Expr
+from minidb.exec.expr import Arith, Col, Const, Expr
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.sort import sort_order
 from minidb.exec.store import SpoolWriter
@@ -399,3 +399,57 @@ def _check_values(agg: _Aggregate, batch: np.ndarray) -> np.ndarray:
     if values.ndim == 0:
         values = np.broadcast_to(values, (len(batch),))
     return values
+
+
+# -- aggregation in steps (parallel partials, DISTINCT aggregates) ----------------------------------
+AggregateList = list[tuple[str, str, "Expr | None"]]
+
+
+def split_aggregates(aggregates: AggregateList) -> tuple[AggregateList, AggregateList, list]:
+    """Gamma's two steps for ``aggregates`` (Section 7): the *partial* aggregates each piece of
+    the input computes, the *final* ones that combine partials (counts are summed), and for each
+    AVG the (output, sum column, count column) it is divided from at the end."""
+    partials, finals, averages = [], [], []
+    for name, func, arg in aggregates:
+        if func == "AVG":
+            # the partial sums are doubles: an average never overflows, even where an int64
+            # sum of one piece would (SUM itself stays exact)
+            s, c = f"{name}_sum", f"{name}_count"
+            partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
+            finals += [(s, "SUM", Col(s)), (c, "SUM", Col(c))]
+            averages.append((name, s, c))
+        else:
+            partials.append((name, func, arg))
+            finals.append((name, "SUM" if func == "COUNT" else func, Col(name)))
+    return partials, finals, averages
+
+
+DISTINCT_COLUMN = "_distinct"
+
+
+@dataclass
+class DistinctStages:
+    """COUNT / SUM / AVG(DISTINCT x) next to ordinary aggregates, as aggregations in sequence.
+
+    ``first`` groups the input on (group columns, x): one tuple per distinct x of each group,
+    with partials of the ordinary aggregates (which is the duplicate elimination); ``merge``
+    combines such tuples computed on different nodes. ``second`` groups those tuples on the
+    group columns: counts / sums over x (now free of duplicates) and the ordinary aggregates
+    combined; its results are partials again, which ``final`` combines across nodes.
+    ``averages`` lists the AVG outputs still to divide (output, sum column, count column).
+    The input must carry x as the column ``DISTINCT_COLUMN``.
+    """
+
+    first: AggregateList
+    merge: AggregateList
+    second: AggregateList
+    final: AggregateList
+    averages: list
+
+
+def distinct_stages(aggregates: AggregateList, distinct: frozenset[str] | set[str]) -> DistinctStages:
+    plain = [a for a in aggregates if a[0] not in distinct]
+    first, merge, averages = split_aggregates(plain)
+    on_x = [(name, func, Col(DISTINCT_COLUMN)) for name, func, _ in aggregates if name in distinct]
+    second_x, final_x, averages_x = split_aggregates(on_x)
+    return DistinctStages(first, merge, merge + second_x, merge + final_x, averages + averages_x)

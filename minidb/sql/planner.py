@@ -38,6 +38,18 @@ a key of one side, like all the Wisconsin joins.
 Every memory-hungry operator (hash join, sort, hash aggregate) gets the database's
 ``memory_pages``; operators of one plan do not share the budget (a simplification).
 
+Relational additions, each shown by ``explain()`` with its own note:
+
+* ``SELECT DISTINCT`` and ``UNION``: duplicate elimination by a hash aggregation grouping on
+  every output column (``HashAggregate`` with no aggregate functions, which spills to hash
+  partitions when the distinct tuples outgrow its memory), after the projection;
+* ``HAVING``: a filter over the finished groups, right after the aggregation;
+* ``COUNT / SUM / AVG(DISTINCT x)``: two aggregations, the first grouping on the group columns
+  and x (which removes the duplicate x of each group), the second on the group columns;
+* ``UNION ALL``: a ``UnionAll`` iterator over the SELECTs' plans, then ORDER BY / LIMIT;
+* uncorrelated subqueries: run first, their answers written into the statement as constants
+  (``minidb.sql.compound``), which is then planned like any other.
+
 Hints (``hints.py``) override the access path (``scan``, ``index``, ``clustered_index``) and
 the join method (``hash_join``, ``nested_loops``). ``explain()`` shows each choice and why.
 """
@@ -49,14 +61,27 @@ from dataclasses import dataclass, field
 
 from minidb.catalog import SecondaryIndex, Table
 from minidb.errors import MinidbError
-from minidb.exec.aggregate import HashAggregate
-from minidb.exec.expr import Between, Col, Compare, Expr, Not, Or, conjunction, key_range
+from minidb.exec.aggregate import DISTINCT_COLUMN, HashAggregate, distinct_stages
+from minidb.exec.expr import (
+    Arith,
+    Between,
+    Col,
+    Compare,
+    Const,
+    Expr,
+    Not,
+    Or,
+    conjunction,
+    key_range,
+)
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.project import Project
 from minidb.exec.scan import HeapScan
 from minidb.exec.sort import ExternalSort
 from minidb.exec.store import tuples_per_page
+from minidb.exec.union import UnionAll
+from minidb.sql.compound import SubqueryPlan, UnionQuery, subquery_answer
 from minidb.sql.hints import Hints
 from minidb.sql.operators import Limit
 from minidb.sql.translate import SelectQuery
@@ -337,7 +362,9 @@ class Planner:
         self.paths: list[tuple[str, AccessPath]] = []
 
     def note(self, op: Operator, text: str) -> Operator:
-        self.notes[id(op)] = text
+        """Attach the reason ``text`` to ``op`` (after any reason it already has)."""
+        old = self.notes.get(id(op))
+        self.notes[id(op)] = text if old is None else f"{old}\n{text}"
         return op
 
     def access(self, table: Table, terms: list[Expr], with_rids: bool = False,
@@ -357,8 +384,13 @@ class Planner:
                 "an index restricted by its WHERE clause; drop the hint or create the index"
             )
 
-    def select(self, q: SelectQuery) -> Operator:
-        """The iterator tree of a SELECT."""
+    def select(self, q: SelectQuery | UnionQuery | SubqueryPlan) -> Operator:
+        """The iterator tree of a SELECT (or of a UNION, or of a SELECT whose subqueries must
+        run first)."""
+        if isinstance(q, SubqueryPlan):
+            return self._with_subqueries(q)
+        if isinstance(q, UnionQuery):
+            return self._union(q)
         if len(q.refs) == 1:
             ref = q.refs[0]
             op, path, followed = self.access(ref.table, ref.filters, alias=ref.alias,
@@ -367,10 +399,12 @@ class Planner:
         else:
             op = self._joins(q)
         if q.aggregating:
-            op = HashAggregate(self.ctx, op, q.group_by, q.aggregates, self.memory_pages)
+            op = aggregate_query(self.ctx, op, q, self.memory_pages, self.note)
         identity = [(c, Col(c)) for c in op.schema.names]
         if q.outputs != identity:
             op = Project(op, q.outputs)
+        if q.distinct:
+            op = self.deduplicate(op, "SELECT DISTINCT")
         if q.order:
             op = ExternalSort(self.ctx, op, q.order, self.memory_pages)
         if q.visible < len(q.outputs):
@@ -378,6 +412,39 @@ class Planner:
         if q.limit is not None:
             op = Limit(op, q.limit)
         return op
+
+    def deduplicate(self, op: Operator, what: str) -> Operator:
+        """Duplicate elimination: a hash aggregation grouping on every column of ``op``."""
+        names = op.schema.names
+        out = HashAggregate(self.ctx, op, names, [], self.memory_pages)
+        return self.note(out, f"{what}: duplicates removed by hash aggregation grouping on all "
+                              f"{len(names)} output columns ({self.memory_pages} pages; spills "
+                              "to hash partitions beyond them)")
+
+    def _union(self, u: UnionQuery) -> Operator:
+        op = UnionAll([self.select(part) for part in u.parts])
+        layout = ", ".join(str(c) for c in op.schema.columns)
+        self.note(op, f"UNION ALL of {len(u.parts)} SELECTs, columns matched by position and "
+                      f"widened to ({layout})")
+        if u.distinct:
+            op = self.deduplicate(op, "UNION")
+        if u.order:
+            op = ExternalSort(self.ctx, op, u.order, self.memory_pages)
+        if u.limit is not None:
+            op = Limit(op, u.limit)
+        return op
+
+    def _with_subqueries(self, plan: SubqueryPlan) -> Operator:
+        """Run each uncorrelated subquery, then plan the statement with its answers."""
+        answers, lines = [], []
+        for i, sub in enumerate(plan.subqueries, 1):
+            answer = subquery_answer(sub, self.select(sub.query).collect())
+            answers.append(answer)
+            lines.append(describe_answer(i, sub, answer))
+        root = self.select(plan.finish(answers))
+        for line in lines:
+            self.note(root, line)
+        return root
 
     def _joins(self, q: SelectQuery) -> Operator:
         inputs: list[Operator] = []
@@ -459,6 +526,50 @@ class Planner:
         return current
 
 
+def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pages: int,
+                    note=lambda op, text: op) -> Operator:
+    """The aggregation of ``q`` over ``child``: a ``HashAggregate``, or two of them for
+    COUNT / SUM / AVG(DISTINCT x); then HAVING as a filter over the finished groups."""
+    if not q.distinct_aggregates:
+        op = HashAggregate(ctx, child, q.group_by, q.aggregates, memory_pages)
+    else:
+        stages = distinct_stages(q.aggregates, q.distinct_aggregates)
+        keep = [(n, Col(n)) for n in child.schema.names]
+        op = Project(child, keep + [(DISTINCT_COLUMN, q.distinct_argument)])
+        op = HashAggregate(ctx, op, q.group_by + [DISTINCT_COLUMN], stages.first, memory_pages)
+        note(op, f"DISTINCT aggregate, step 1: one tuple per distinct {q.distinct_argument}"
+                 + (f" of each group ({', '.join(q.group_by)})" if q.group_by else ""))
+        op = HashAggregate(ctx, op, q.group_by, stages.second, memory_pages)
+        note(op, "DISTINCT aggregate, step 2: aggregate the distinct values"
+                 + (f" by {', '.join(q.group_by)}" if q.group_by else ""))
+        op = divide_averages(op, stages.averages, scalar=not q.group_by)
+    if q.having is not None:
+        op = note(Filter(op, q.having), f"HAVING {q.having_text}: a filter over the finished groups")
+    return op
+
+
+def divide_averages(op: Operator, averages: list, scalar: bool) -> Operator:
+    """Add each AVG output (sum / count) to ``op``. A scalar aggregate over no rows gives no
+    row when it has an AVG (minidb has no NULLs; see ``minidb.exec.aggregate``)."""
+    if not averages:
+        return op
+    if scalar:
+        op = Filter(op, Compare(">", Col(averages[0][2]), Const(0)))
+    keep = [(n, Col(n)) for n in op.schema.names]
+    return Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
+
+
+def describe_answer(i: int, sub, answer) -> str:
+    """The explain() line of subquery ``i`` and the constant(s) it gave."""
+    if sub.kind == "in":
+        shown = ", ".join(_fmt(v.item() if hasattr(v, "item") else v) for v in answer[:5])
+        more = ", ..." if len(answer) > 5 else ""
+        return (f"subquery {i} {sub.text} ran first: {len(answer)} distinct values "
+                f"({shown}{more}), written in as x = v1 OR x = v2 ...")
+    value = answer.item() if hasattr(answer, "item") else answer
+    return f"subquery {i} {sub.text} ran first and gave {_fmt(value)}, written in as a constant"
+
+
 def _pushed_projection(table: Table, needed: set[str]) -> list[str] | None:
     """The columns a single-table SELECT reads above its scan, when that is not all of them."""
     columns = [c for c in table.schema.names if c in needed] or table.schema.names[:1]
@@ -479,8 +590,8 @@ def explain_tree(root: Operator, notes: dict[int, str], header: list[str] | None
             line += f"  [in={op.stats.tuples_in} out={op.stats.tuples_out}]"
         lines.append(line)
         note = notes.get(id(op))
-        if note:
-            lines.append("  " * depth + f"  -- {note}")
+        for part in note.split("\n") if note else []:
+            lines.append("  " * depth + f"  -- {part}")
         for child in op.children:
             walk(child, depth + 1)
 
@@ -489,4 +600,5 @@ def explain_tree(root: Operator, notes: dict[int, str], header: list[str] | None
 
 
 __all__ = ["AccessPath", "Planner", "choose_access", "candidate_paths", "access_operator",
-           "range_selectivity", "selectivity", "estimate_rows", "explain_tree"]
+           "range_selectivity", "selectivity", "estimate_rows", "explain_tree", "aggregate_query",
+           "divide_averages", "describe_answer"]

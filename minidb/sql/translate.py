@@ -13,8 +13,12 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
 * ``FROM`` one table or several, joined by equalities: ``JOIN ... ON a.x = b.y`` or a comma list
   with the equalities in ``WHERE``; table aliases;
 * ``WHERE`` comparisons, BETWEEN, AND, OR, NOT, arithmetic;
-* ``GROUP BY`` columns; ``ORDER BY`` output names, positions or expressions, ASC / DESC;
-  ``LIMIT n``;
+* ``GROUP BY`` columns; ``HAVING`` over group columns and aggregates (also ones that appear
+  only there, and SELECT aliases); ``ORDER BY`` output names, positions or expressions, ASC /
+  DESC; ``LIMIT n``;
+* ``SELECT DISTINCT``; ``COUNT / SUM / AVG(DISTINCT x)`` (one DISTINCT argument per query);
+* ``UNION ALL`` and ``UNION`` of SELECTs, and uncorrelated subqueries (a scalar ``(SELECT ...)``
+  and ``x IN (SELECT ...)``): both in ``minidb.sql.compound``;
 * ``INSERT INTO t VALUES (...), ...`` and ``INSERT INTO t SELECT ...`` (by position);
   ``UPDATE t SET c = expr, ... [WHERE ...]``; ``DELETE FROM t [WHERE ...]``;
 * ``CREATE TABLE t AS SELECT ...``: Gamma's "retrieve into" (Section 4), a new heap relation.
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import sqlglot
@@ -52,6 +57,9 @@ from minidb.errors import (
 )
 from minidb.exec.expr import And, Arith, Between, Col, Compare, Const, Expr, Not, Or
 from minidb.storage.schema import Column, Schema, float_column, int_column
+
+if TYPE_CHECKING:
+    from minidb.sql.compound import SubqueryPlan, UnionQuery
 
 SUBSET = "minidb supports SELECT-FROM-WHERE-GROUP BY-ORDER BY; see docs"
 AGGREGATES = {exp.Min: "MIN", exp.Max: "MAX", exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG"}
@@ -99,6 +107,12 @@ class SelectQuery:
     order: list[tuple[str, bool]]
     limit: int | None
     needed: set[str]  # internal column names read above the scans
+    distinct: bool = False  # SELECT DISTINCT: duplicates of the visible outputs removed
+    having: Expr | None = None  # HAVING, over the group columns and the aggregates' names
+    distinct_argument: Expr | None = None  # the argument of COUNT / SUM / AVG(DISTINCT ...)
+    distinct_aggregates: frozenset[str] = frozenset()  # names of those DISTINCT aggregates
+    layout: Schema | None = None  # the visible output columns' layout (for UNION)
+    having_text: str = ""  # the HAVING condition as written, for explain()
 
     @property
     def names(self) -> list[str]:
@@ -116,14 +130,14 @@ class SelectQuery:
 
 @dataclass
 class SelectStatement:
-    query: SelectQuery
+    query: SelectQuery | UnionQuery | SubqueryPlan  # the last two: see minidb.sql.compound
 
 
 @dataclass
 class InsertStatement:
     table: Table
     records: np.ndarray | None  # INSERT ... VALUES, already in the table's layout
-    query: SelectQuery | None  # INSERT ... SELECT
+    query: SelectQuery | UnionQuery | SubqueryPlan | None  # INSERT ... SELECT
     columns: list[str]  # target column for each value position
 
 
@@ -141,7 +155,7 @@ class DeleteStatement:
 @dataclass
 class CreateTableAsStatement:
     name: str
-    query: SelectQuery
+    query: SelectQuery | UnionQuery | SubqueryPlan
 
 
 Statement = SelectStatement | InsertStatement | UpdateStatement | DeleteStatement | CreateTableAsStatement
@@ -180,8 +194,10 @@ def is_plain_table_name(name: str) -> bool:
 def translate(text: str, catalog: Catalog) -> Statement:
     """Parse and translate one statement against the tables of ``catalog``."""
     tree = parse(text)
-    if isinstance(tree, exp.Select):
-        return SelectStatement(_Select(catalog, tree).build())
+    if isinstance(tree, exp.Select | exp.Union):
+        from minidb.sql.compound import select_statement  # UNION and subqueries build on _Select
+
+        return SelectStatement(select_statement(catalog, tree))
     if isinstance(tree, exp.Insert):
         return _insert(catalog, tree)
     if isinstance(tree, exp.Update):
@@ -254,7 +270,7 @@ def _check_args(node: exp.Expression, allowed: set[str], names: dict[str, str], 
 
 
 _SELECT_CLAUSES = {
-    "distinct": "DISTINCT", "having": "HAVING", "with": "WITH, common table expressions",
+    "with": "WITH, common table expressions",
     "windows": "window functions", "qualify": "QUALIFY", "offset": "OFFSET",
     "laterals": "LATERAL", "pivots": "PIVOT", "into": "SELECT ... INTO; write CREATE TABLE t AS SELECT",
     "locks": "FOR UPDATE", "sample": "TABLESAMPLE", "prewhere": "PREWHERE", "kind": "SELECT AS",
@@ -501,6 +517,24 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
+def _with_aliases(node: exp.Expression, select_items: list[exp.Expression],
+                  scope: _Scope) -> exp.Expression:
+    """``node`` with each bare name of a SELECT alias (that is no column of the FROM tables)
+    replaced by the aliased expression, so HAVING may say ``HAVING n > 1`` for ``COUNT(*) AS n``."""
+    aliases = {i.alias.lower(): i.this for i in select_items if isinstance(i, exp.Alias)}
+    if not aliases:
+        return node
+    columns = {c.lower() for r in scope.refs for c in r.table.schema.names}
+
+    def swap(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and not n.table and n.name.lower() in aliases \
+                and n.name.lower() not in columns:
+            return aliases[n.name.lower()].copy()
+        return n
+
+    return node.copy().transform(swap)
+
+
 def _unique_name(name: str, taken: set[str]) -> str:
     candidate, n = name, 1
     while candidate.lower() in taken:
@@ -511,7 +545,14 @@ def _unique_name(name: str, taken: set[str]) -> str:
 
 
 class _Select:
-    """Translation of one SELECT (also the source of INSERT ... SELECT and CREATE ... AS)."""
+    """Translation of one SELECT (also the source of INSERT ... SELECT and CREATE ... AS).
+
+    Besides SELECT-FROM-WHERE-GROUP BY-ORDER BY-LIMIT it records three relational additions the
+    planners carry out: ``SELECT DISTINCT`` (duplicate elimination over the visible outputs, an
+    aggregation grouping on all of them), ``HAVING`` (a condition over the finished groups) and
+    ``COUNT / SUM / AVG(DISTINCT x)`` (one DISTINCT argument per query, aggregated in two
+    stages: first grouped on the group columns and x, then on the group columns).
+    """
 
     def __init__(self, catalog: Catalog, tree: exp.Select):
         self.catalog = catalog
@@ -519,8 +560,11 @@ class _Select:
 
     def build(self) -> SelectQuery:
         tree = self.tree
-        _check_args(tree, {"expressions", "from", "joins", "where", "group", "order", "limit"},
-                    _SELECT_CLAUSES, "SELECT")
+        _check_args(tree, {"expressions", "from", "joins", "where", "group", "order", "limit",
+                           "distinct", "having"}, _SELECT_CLAUSES, "SELECT")
+        distinct = tree.args.get("distinct")
+        if distinct is not None and (distinct.args.get("on") or distinct.expressions):
+            raise unsupported("DISTINCT ON (...); write SELECT DISTINCT or GROUP BY")
         from_ = _arg(tree, "from")
         if from_ is None:
             raise unsupported("SELECT without FROM")
@@ -538,7 +582,8 @@ class _Select:
         where = tree.args.get("where")
         for term in _conjuncts(where.this if where is not None else None) + on_terms:
             if any(type(n) in AGGREGATES for n in term.walk()):
-                raise MinidbError(f"aggregate in WHERE ({term.sql()}); minidb has no HAVING")
+                raise MinidbError(f"aggregate in WHERE ({term.sql()}); put conditions on "
+                                  "aggregates in HAVING")
             used = scope.refs_of(term)
             if len(used) <= 1:
                 i = used.pop() if used else 0
@@ -560,8 +605,12 @@ class _Select:
             _check_args(group, {"expressions"}, {"rollup": "ROLLUP", "cube": "CUBE",
                                                  "grouping_sets": "GROUPING SETS", "all": "GROUP BY ALL"},
                         "GROUP BY")
-        has_agg = any(type(n) in AGGREGATES for item in select_items + order_items for n in item.walk())
-        self.aggregating = group is not None or has_agg
+        having_node = tree.args["having"].this if tree.args.get("having") is not None else None
+        clauses = select_items + order_items + ([having_node] if having_node is not None else [])
+        has_agg = any(type(n) in AGGREGATES for item in clauses for n in item.walk())
+        self.aggregating = group is not None or has_agg or having_node is not None
+        self.distinct_argument: Expr | None = None
+        self.distinct_names: set[str] = set()
         self.group_by: list[str] = []
         self.aggregates: list[tuple[str, str, Expr | None]] = []
         self._agg_names: dict[str, str] = {}
@@ -586,6 +635,12 @@ class _Select:
             self.out.schema = self._agg_schema()
         visible = len(outputs)
 
+        # HAVING: a condition over the finished groups (aggregates may appear only here)
+        having = None
+        if having_node is not None:
+            having = self.out.condition(_with_aliases(having_node, select_items, self.scope))
+            self.out.schema = self._agg_schema()
+
         # ORDER BY
         order: list[tuple[str, bool]] = []
         for i, o in enumerate(order_items):
@@ -600,6 +655,9 @@ class _Select:
                 name = _unique_name(f"_order{i}", taken)
                 outputs.append((name, e))
             order.append((name, not bool(o.args.get("desc"))))
+        if distinct is not None and len(outputs) > visible:
+            raise MinidbError("for SELECT DISTINCT, ORDER BY expressions must appear in the "
+                              "SELECT list; order by an output column")
 
         # LIMIT
         limit = None
@@ -623,8 +681,13 @@ class _Select:
         else:
             for _, e in outputs:
                 needed |= e.columns()
+        layout = Schema([e.output_column(n, self.out.schema) for n, e in outputs[:visible]])
         return SelectQuery(refs, scope.qualified, scope.schema, edges, residual, self.aggregating,
-                           self.group_by, self.aggregates, outputs, visible, order, limit, needed)
+                           self.group_by, self.aggregates, outputs, visible, order, limit, needed,
+                           distinct=distinct is not None, having=having,
+                           distinct_argument=self.distinct_argument,
+                           distinct_aggregates=frozenset(self.distinct_names), layout=layout,
+                           having_text=having_node.sql(dialect="duckdb") if having_node else "")
 
     # -- FROM ... JOIN ----------------------------------------------------------------------------
     def _join(self, join: exp.Join) -> list[exp.Expression]:
@@ -673,8 +736,12 @@ class _Select:
     def _aggregate(self, node: exp.Expression) -> Expr:
         func = AGGREGATES[type(node)]
         arg_node = node.this
-        if isinstance(arg_node, exp.Distinct):
-            raise unsupported(f"{func}(DISTINCT ...)")
+        distinct = isinstance(arg_node, exp.Distinct)
+        if distinct:
+            if len(arg_node.expressions) != 1:
+                raise unsupported(f"{func}(DISTINCT over several columns); give one argument")
+            arg_node = arg_node.expressions[0]
+            distinct = func in ("COUNT", "SUM", "AVG")  # MIN / MAX (DISTINCT x) = MIN / MAX (x)
         extra = {k: v for k, v in node.args.items() if k not in ("this", "big_int") and v not in (None, False, [])}
         if extra:
             raise unsupported(f"{func} with {', '.join(extra)}")
@@ -693,14 +760,24 @@ class _Select:
                 raise SchemaError(f"cannot aggregate a condition in {node.sql()}")
             if func in ("SUM", "AVG") and kind == "char":
                 raise SchemaError(f"cannot apply {func} to text in {node.sql()}")
-        key = f"{func}({arg})"
+        key = f"{func}({'DISTINCT ' if distinct else ''}{arg})"
         if key not in self._agg_names:
             name = f"_agg{len(self.aggregates)}"
+            if distinct:
+                self._distinct(arg, name, node)
             self._agg_names[key] = name
             self.aggregates.append((name, func, arg))
             self.agg_columns.append(self._agg_column(name, func, arg))
             self.out.schema = Schema(self.agg_columns)
         return Col(self._agg_names[key])
+
+    def _distinct(self, arg: Expr, name: str, node: exp.Expression) -> None:
+        """Record a DISTINCT aggregate; all of them must share one argument."""
+        if self.distinct_argument is not None and str(self.distinct_argument) != str(arg):
+            raise unsupported(f"DISTINCT aggregates over different arguments ({node.sql()} and "
+                              f"one over {self.distinct_argument}); use one DISTINCT argument")
+        self.distinct_argument = arg
+        self.distinct_names.add(name)
 
     def _agg_column(self, name: str, func: str, arg: Expr | None) -> Column:
         if func == "COUNT":
@@ -841,8 +918,10 @@ def _insert(catalog: Catalog, tree: exp.Insert) -> InsertStatement:
     source = tree.expression
     if isinstance(source, exp.Values):
         return InsertStatement(table, _values(table, columns, source), None, columns)
-    if isinstance(source, exp.Select):
-        query = _Select(catalog, source).build()
+    if isinstance(source, exp.Select | exp.Union):
+        from minidb.sql.compound import select_statement
+
+        query = select_statement(catalog, source)
         if len(query.names) != len(columns):
             raise SchemaError(
                 f"INSERT INTO {table.name}: the SELECT gives {len(query.names)} columns, "
@@ -969,7 +1048,7 @@ def _create(catalog: Catalog, tree: exp.Create) -> CreateTableAsStatement:
         hint = "; use Database.create_index" if kind == "INDEX" else ""
         raise unsupported(f"CREATE {kind}{hint}")
     source = tree.expression
-    if not isinstance(source, exp.Select):
+    if not isinstance(source, exp.Select | exp.Union):
         raise unsupported("CREATE TABLE with a column list; load data with Database.create_table, "
                           "or write CREATE TABLE t AS SELECT ...")
     _check_args(tree, {"this", "kind", "expression", "replace", "refresh", "unique", "exists",
@@ -987,7 +1066,9 @@ def _create(catalog: Catalog, tree: exp.Create) -> CreateTableAsStatement:
     if catalog.has(name):
         raise MinidbError(f"table {name!r} already exists; CREATE TABLE ... AS makes a new table "
                           "(drop the old one first, or use INSERT INTO ... SELECT)")
-    return CreateTableAsStatement(name, _Select(catalog, source).build())
+    from minidb.sql.compound import select_statement  # a UNION or subqueries may feed it too
+
+    return CreateTableAsStatement(name, select_statement(catalog, source))
 
 
 def parse_predicate(text: str, schema: Schema) -> Expr:
