@@ -284,7 +284,11 @@ def _scalar_literal(value) -> exp.Expression:
 
 
 def _in_condition(node: exp.In, values: np.ndarray) -> exp.Expression:
-    """``x IN (v1, v2, ...)`` as ORs of equalities, the ORs as a balanced tree (shallow)."""
+    """``x IN (v1, v2, ...)`` as ORs of equalities, the ORs as a balanced tree (shallow).
+
+    IN-LIST-INTEGRATION: once the expression builder evaluates ``IN (v1, ...)`` lists itself,
+    this may return ``exp.In(this=x, expressions=[literals])`` and drop ``MAX_IN_VALUES``; with
+    NULLs, ``x NOT IN`` a list holding NULL is never true (three-valued logic)."""
     if len(values) > MAX_IN_VALUES:
         raise unsupported(f"IN (SELECT ...) giving {len(values)} distinct values (more than "
                           f"{MAX_IN_VALUES}); write it as a join")
