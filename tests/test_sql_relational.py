@@ -212,7 +212,8 @@ def test_single_node_explain_names_each_addition():
         r = db.sql("SELECT k FROM t WHERE f > (SELECT AVG(f) FROM t)")
         assert "subquery 1 (SELECT AVG(f) FROM t) ran first and gave" in r.explain()
         r = db.sql("SELECT k FROM t WHERE k IN (SELECT k FROM u)")
-        assert "subquery 1 k IN (SELECT k FROM u) ran first: 8 distinct values (-7, 0, 5, 12, 33, ...)" in r.explain()
+        assert ("subquery 1 k IN (SELECT k FROM u) ran first: 8 distinct values "
+                "(-7, 0, 5, 12, 33, ...)") in r.explain()
 
 
 def test_distinct_spills_when_memory_is_short():
