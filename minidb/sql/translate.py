@@ -56,6 +56,21 @@ from minidb.errors import (
     UnsupportedSQLError,
 )
 from minidb.exec.expr import And, Arith, Between, Col, Compare, Const, Expr, Not, Or
+from minidb.exec.scalar import (
+    SUBSTRING_LIMIT,
+    Abs,
+    Case,
+    Cast,
+    InList,
+    Length,
+    Like,
+    Lower,
+    ScalarValue,
+    Substring,
+    Upper,
+    like_regex,
+    number_type,
+)
 from minidb.storage.schema import Column, Schema, float_column, int_column
 
 if TYPE_CHECKING:
@@ -292,6 +307,9 @@ def kind_of(e: Expr, schema: Schema) -> str:
     if isinstance(e, Arith):
         kinds = {kind_of(e.left, schema), kind_of(e.right, schema)}
         return "float" if e.op == "/" or "float" in kinds else "int"
+    if isinstance(e, ScalarValue):  # CASE, CAST and the functions: the kind of their layout
+        layout = e.output_column("_", schema).kind
+        return "char" if layout == "char" else "float" if layout == "float64" else "int"
     return "bool"
 
 
@@ -413,7 +431,126 @@ class _ExprBuilder:
             self._numeric(left, node, arith)
             self._numeric(right, node, arith)
             return Arith(arith, left, right)
+        scalar = self._scalar(node)
+        if scalar is not None:
+            return scalar
         raise unsupported(construct_name(node))
+
+    # -- IN, LIKE, CASE, CAST and the scalar functions (nodes of minidb.exec.scalar) ------------
+    def _scalar(self, node: exp.Expression) -> Expr | None:
+        """The node for one of these constructs, or None when ``node`` is none of them."""
+        if isinstance(node, exp.In):
+            return self._in_list(node)
+        if isinstance(node, exp.Escape) and isinstance(node.this, exp.Like | exp.ILike):
+            return self._like(node.this, node.expression)
+        if isinstance(node, exp.Like | exp.ILike):
+            return self._like(node, None)
+        if isinstance(node, exp.Case):
+            return self._case(node)
+        if type(node) is exp.Cast:
+            return self._cast(node)
+        if isinstance(node, exp.Abs):
+            value = self.build(node.this)
+            self._numeric(value, node, "ABS")
+            return Abs(value)
+        text_function = _TEXT_FUNCTIONS.get(type(node))
+        if text_function is not None:
+            _check_args(node, {"this"}, {}, node.sql_name())
+            return text_function(self._text(node.this, node))
+        if isinstance(node, exp.Substring):
+            _check_args(node, {"this", "start", "length"}, {}, "SUBSTRING")
+            if node.args.get("start") is None:
+                raise MinidbError(f"{node.sql()}: SUBSTRING needs a start position")
+            length = node.args.get("length")
+            return Substring(self._text(node.this, node), self._position(node.args["start"], node),
+                             None if length is None else self._position(length, node))
+        return None
+
+    def _in_list(self, node: exp.In) -> Expr:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise unsupported("IN (subquery); write the values, IN (1, 2, 3)")
+        _check_args(node, {"this", "expressions"}, {"field": "IN with a field"}, "IN")
+        value = self.build(node.this)
+        items = tuple(self.build(item) for item in node.expressions)
+        for item in items:
+            self._comparable(value, item, node)
+        return InList(value, items)
+
+    def _like(self, node: exp.Like | exp.ILike, escape: exp.Expression | None) -> Expr:
+        value = self._text(node.this, node)
+        pattern = _unparen(node.expression)
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise unsupported(f"LIKE with a pattern that is not a text constant, {node.sql()}")
+        escape_char = None
+        if escape is not None:
+            escape = _unparen(escape)
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(str(escape.this)) == 1):
+                raise MinidbError(f"LIKE ... ESCAPE takes one character in quotes, not {escape.sql()}")
+            escape_char = str(escape.this)
+        like = Like(value, str(pattern.this), isinstance(node, exp.ILike), escape_char)
+        like_regex(like.pattern, like.escape)  # a malformed pattern fails here, before any page
+        return Not(like) if node.args.get("negate") else like
+
+    def _case(self, node: exp.Case) -> Expr:
+        subject = None if node.this is None else self.build(node.this)
+        conditions: list[Expr] = []
+        results: list[Expr] = []
+        for branch in node.args["ifs"]:
+            if subject is None:
+                conditions.append(self.condition(branch.this))
+            else:  # the simple form, CASE x WHEN 1 THEN ...: each WHEN is compared with x
+                value = self.build(branch.this)
+                self._comparable(subject, value, node)
+                conditions.append(Compare("=", subject, value))
+            results.append(self.build(branch.args["true"]))
+        default = node.args.get("default")
+        if default is None:
+            # NULL-TODO(CASE without ELSE): once minidb has NULLs, build Case(..., otherwise=None)
+            # here; Case.evaluate then leaves the tuples no WHEN chose as NULL.
+            raise UnsupportedSQLError(
+                "CASE without ELSE (it yields NULL where no WHEN holds, and minidb has no NULLs "
+                "yet); add an ELSE"
+            )
+        otherwise = self.build(default)
+        kinds = {self.kind(r) for r in (*results, otherwise)}
+        if "bool" in kinds:
+            raise unsupported(f"a condition as a CASE result, {node.sql()}")
+        if "char" in kinds and len(kinds) > 1:
+            raise SchemaError(f"the THEN and ELSE values of {node.sql()} mix text and numbers")
+        return Case(tuple(conditions), tuple(results), otherwise)
+
+    def _cast(self, node: exp.Cast) -> Expr:
+        _check_args(node, {"this", "to"}, {"format": "CAST ... FORMAT"}, "CAST")
+        to = _CAST_TARGETS.get(node.to.this)
+        if to is None:
+            refused = {exp.DataType.Type.FLOAT: "REAL / FLOAT (4-byte floats); cast to DOUBLE",
+                       exp.DataType.Type.DECIMAL: "DECIMAL; cast to DOUBLE"}
+            raise unsupported(f"CAST to {refused.get(node.to.this, node.to.sql(dialect='duckdb'))}")
+        value = self.build(node.this)
+        kind = self.kind(value)
+        if kind == "bool":
+            raise unsupported(f"CAST of a condition, {node.sql()}")
+        number = number_type(value, self.schema) if _is_numeric(kind) else None
+        if to == "VARCHAR" and number == "decimal":
+            raise unsupported(f"CAST of a DECIMAL value to text, {node.sql()} (DuckDB keeps its "
+                              "scale, 1.50 gives '1.50'); write the text, or cast to DOUBLE first")
+        return Cast(value, to, halves_away=number == "decimal")
+
+    def _text(self, node: exp.Expression, where: exp.Expression) -> Expr:
+        value = self.build(node)
+        if self.kind(value) != "char":
+            raise SchemaError(f"{where.sql()} needs text, and {node.sql()} is not text; "
+                              "write CAST(... AS VARCHAR) to use a number as text")
+        return value
+
+    def _position(self, node: exp.Expression, where: exp.Expression) -> int:
+        value = self.build(node)
+        if not (isinstance(value, Const) and type(value.value) is int):
+            raise unsupported(f"SUBSTRING with a start or length that is not a whole-number "
+                              f"constant, {where.sql()}")
+        if value.value > SUBSTRING_LIMIT:
+            raise SchemaError(f"{where.sql()}: a start or length above {SUBSTRING_LIMIT} is out of range")
+        return value.value
 
     # -- checks ---------------------------------------------------------------------------------
     def _comparable(self, left: Expr, right: Expr, node: exp.Expression) -> None:
@@ -441,19 +578,24 @@ class _ExprBuilder:
 
 _COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 _ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_TEXT_FUNCTIONS = {exp.Lower: Lower, exp.Upper: Upper, exp.Length: Length}
+_CAST_TARGETS = {
+    exp.DataType.Type.TINYINT: "TINYINT", exp.DataType.Type.SMALLINT: "SMALLINT",
+    exp.DataType.Type.INT: "INTEGER", exp.DataType.Type.BIGINT: "BIGINT",
+    exp.DataType.Type.DOUBLE: "DOUBLE", exp.DataType.Type.TEXT: "VARCHAR",
+    exp.DataType.Type.VARCHAR: "VARCHAR", exp.DataType.Type.CHAR: "VARCHAR",
+}
 
 
 def construct_name(node: exp.Expression) -> str:
     """A readable name for an unsupported piece of SQL."""
     table = [
         ((exp.Subquery, exp.Select, exp.Exists), "subqueries"),
-        ((exp.In,), "IN lists"),
-        ((exp.Like, exp.ILike), "LIKE"),
-        ((exp.Case, exp.If), "CASE"),
+        ((exp.If,), "IF(); write CASE WHEN ... THEN ... ELSE ... END"),
         ((exp.Null,), "NULL"),
         ((exp.Is,), "IS [NOT] NULL"),
         ((exp.Window,), "window functions"),
-        ((exp.Cast, exp.TryCast), "CAST"),
+        ((exp.TryCast,), "TRY_CAST (it yields NULL); use CAST"),
         ((exp.Distinct,), "DISTINCT"),
         ((exp.IntDiv,), "integer division, //"),
         ((exp.Union, exp.Intersect, exp.Except), "UNION / INTERSECT / EXCEPT"),
@@ -467,7 +609,8 @@ def construct_name(node: exp.Expression) -> str:
             return name
     if isinstance(node, exp.Func):
         name = node.sql_name() if not isinstance(node, exp.Anonymous) else str(node.this)
-        return f"function {name.upper()}; the only functions are MIN, MAX, SUM, COUNT, AVG"
+        return (f"function {name.upper()}; the functions are MIN, MAX, SUM, COUNT, AVG, ABS, "
+                "LOWER, UPPER, LENGTH and SUBSTRING")
     return f"{type(node).__name__}: {node.sql()}"
 
 

@@ -209,11 +209,12 @@ class HeapPageFormat:
         slots = pages[:, self.records_offset : end].view(self.record_dtype)  # (n, cap), no copy
         keep = self.live_mask(pages).reshape(-1)
         if where is not None:
-            inputs = _Columns({c: slots[c].reshape(-1) for c in where.columns()}, keep.size)
+            live = np.flatnonzero(keep)  # only stored tuples: a free slot's zeros must not fail a CAST
+            inputs = _Columns({c: slots[c].reshape(-1)[live] for c in where.columns()}, live.size)
             mask = np.asarray(where.evaluate(inputs))
             if mask.dtype != np.bool_:
                 raise SchemaError(f"the condition {where} is not true/false valued")
-            keep &= mask
+            keep[live] = mask
         chosen = np.flatnonzero(keep)
         page_idx, slot_idx = chosen // cap, chosen % cap
         if columns is None:

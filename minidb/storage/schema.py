@@ -212,18 +212,27 @@ def _to_numpy(values: pa.Array, col: Column, what: str) -> np.ndarray:
     if pc.max(lengths).as_py() > col.width:
         raise SchemaError(f"{what}: a value of {col.name!r} is longer than its {col.width} bytes")
     binary = values.cast(pa.large_binary() if pa.types.is_large_string(values.type) else pa.binary())
-    if pc.min(lengths).as_py() != col.width:
-        # Pad with NUL bytes so every value is exactly `width` bytes, then view the data buffer.
-        padded = pc.utf8_rpad(values, width=col.width, padding="\x00")
-        padded_lengths = pc.binary_length(padded)
-        if pc.min(padded_lengths).as_py() != col.width or \
-                pc.max(padded_lengths).as_py() != col.width:  # multi-byte UTF-8 characters
-            return np.array([v.encode("utf-8") for v in values.to_pylist()], dtype=col.numpy_dtype)
-        binary = padded.cast(binary.type)
+    return fixed_width_bytes(binary, col.width)
+
+
+def fixed_width_bytes(binary: pa.Array, width: int) -> np.ndarray:
+    """Arrow binary values as numpy ``S{width}``: each value's UTF-8 bytes, NUL-padded.
+
+    Widths are in bytes, so 'é' takes two of them. The bytes are scattered into an
+    ``(n, width)`` grid in one numpy assignment, not copied value by value.
+    """
+    n = len(binary)
     offsets_type = np.int64 if pa.types.is_large_binary(binary.type) else np.int32
     offsets = np.frombuffer(binary.buffers()[1], dtype=offsets_type)[binary.offset : binary.offset + n + 1]
-    data = np.frombuffer(binary.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    return data.view(col.numpy_dtype).copy()
+    offsets = offsets.astype(np.int64)
+    buffer = binary.buffers()[2]
+    data = np.frombuffer(buffer, dtype=np.uint8)[offsets[0] : offsets[-1]] if buffer else np.empty(0, np.uint8)
+    lengths = np.diff(offsets)
+    grid = np.zeros((n, width), dtype=np.uint8)
+    rows = np.repeat(np.arange(n), lengths)
+    positions = np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    grid[rows, positions] = data
+    return grid.view(f"S{width}").reshape(n)
 
 
 def _to_arrow(values: np.ndarray, col: Column) -> pa.Array:
