@@ -427,7 +427,7 @@ FRAGMENT_ERRORS = [
     ({0: "SELECT 1"}, 1, "is a statement"),
     ({0: "dept = "}, 1, "SQL syntax error"),
     ({0: "  "}, 1, "empty predicate"),
-    ({0: "dept LIKE 'x%'"}, 1, "LIKE"),
+    ({0: "TRY_CAST(dept AS INTEGER) = 1"}, 1, "TRY_CAST"),
 ]
 
 

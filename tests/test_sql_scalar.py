@@ -236,6 +236,9 @@ AGGREGATES = [
     "SELECT k, MAX(SUBSTRING(s, 1, 1)), MIN(CAST(i AS VARCHAR)) FROM t GROUP BY k",
     "SELECT COUNT(*) FROM t WHERE s ILIKE '%é%' OR s IN ('ß')",
     "SELECT SUM(CASE i WHEN 1 THEN 10 WHEN 2 THEN 20 ELSE 1 END) FROM t",
+    "SELECT k, CAST(AVG(i) AS INTEGER), CAST(SUM(f) AS BIGINT), CAST(MAX(i) AS VARCHAR) FROM t "
+    "WHERE f < 1e9 GROUP BY k",
+    "SELECT CAST(MAX(i) * 0.5 AS INTEGER), CAST(MIN(i) * 0.5 AS INTEGER) FROM t",
 ]
 JOINS = [
     "SELECT a.id, b.id FROM t a JOIN t b ON a.id = b.id WHERE a.s LIKE '%é%' AND b.i IN (1, 2, 3)",
@@ -425,6 +428,8 @@ UNSUPPORTED = {
     "SELECT CAST(1.5 AS VARCHAR) FROM t": "DECIMAL value to text",
     "SELECT CAST(i + 0.5 AS VARCHAR) FROM t": "DECIMAL value to text",
     "SELECT CAST(i AS DATE) FROM t": "CAST to DATE",
+    "SELECT CAST(MIN(i + 0.5) AS INTEGER) FROM t": "MIN, MAX or SUM over a DECIMAL",
+    "SELECT k, CAST(SUM(i * 0.25) AS VARCHAR) FROM t GROUP BY k": "MIN, MAX or SUM over a DECIMAL",
     "SELECT TRY_CAST(s AS INTEGER) FROM t": "TRY_CAST",
     "SELECT id FROM t WHERE s LIKE s": "LIKE with a pattern",
     "SELECT id FROM t WHERE i IN (SELECT i FROM t)": "IN \\(subquery\\)",
