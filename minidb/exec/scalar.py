@@ -15,7 +15,8 @@ The answers are DuckDB's (the correctness oracle):
 
 * ``x IN (1, 2.5)`` compares by value, as ``=`` does: an integer is never equal to 2.5.
 * ``LIKE``: ``%`` matches any run of characters, ``_`` exactly one character (not one byte); the
-  backslash is an ordinary character unless named by ``ESCAPE``. ``ILIKE`` ignores case.
+  backslash is an ordinary character unless named by ``ESCAPE``. ``ILIKE`` is ``LIKE`` between
+  the ``LOWER`` of both sides.
 * ``CASE``: the first WHEN that holds gives the value; the result is text if the branches are
   text, an integer if they are all integers, a float otherwise.
 * ``CAST`` to an integer rounds to the nearest integer. DuckDB reads a literal such as ``2.5`` as
@@ -145,8 +146,11 @@ class Like(Expr):
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         strings = text_to_arrow(self.value.evaluate(batch))
-        regex = like_regex(self.pattern, self.escape)
-        matched = pc.match_substring_regex(strings, pattern=regex, ignore_case=self.ignore_case)
+        pattern = self.pattern
+        if self.ignore_case:  # as DuckDB: LOWER of both sides, then LIKE ('İ' ILIKE 'i' holds)
+            strings = pc.utf8_lower(strings)
+            pattern = pc.utf8_lower(pa.array([pattern]))[0].as_py()
+        matched = pc.match_substring_regex(strings, pattern=like_regex(pattern, self.escape))
         return matched.to_numpy(zero_copy_only=False).astype(bool)
 
     def columns(self) -> set[str]:

@@ -544,6 +544,10 @@ class _ExprBuilder:
         if kind == "float" and to != "DOUBLE" and _decimal_aggregate(node.this):
             raise unsupported(f"CAST of MIN, MAX or SUM over a DECIMAL expression, {node.sql()} "
                               "(DuckDB keeps it exact); cast the argument to DOUBLE first")
+        if number == "decimal" and any("e" in str(n.this).lower() for n in node.this.find_all(exp.Literal)
+                                       if not n.is_string):
+            raise unsupported(f"CAST of an expression with a number in exponent notation, {node.sql()} "
+                              "(DuckDB reads 1e3 as a DOUBLE); write the number with a point, 1000.0")
         if to == "VARCHAR" and number == "decimal":
             raise unsupported(f"CAST of a DECIMAL value to text, {node.sql()} (DuckDB keeps its "
                               "scale, 1.50 gives '1.50'); write the text, or cast to DOUBLE first")

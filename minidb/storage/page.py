@@ -209,12 +209,13 @@ class HeapPageFormat:
         slots = pages[:, self.records_offset : end].view(self.record_dtype)  # (n, cap), no copy
         keep = self.live_mask(pages).reshape(-1)
         if where is not None:
-            live = np.flatnonzero(keep)  # only stored tuples: a free slot's zeros must not fail a CAST
-            inputs = _Columns({c: slots[c].reshape(-1)[live] for c in where.columns()}, live.size)
+            # only the stored tuples: the zeros of a free slot must not fail a CAST or an ABS
+            live = keep.reshape(slots.shape)
+            inputs = _Columns({c: slots[c][live] for c in where.columns()}, int(keep.sum()))
             mask = np.asarray(where.evaluate(inputs))
             if mask.dtype != np.bool_:
                 raise SchemaError(f"the condition {where} is not true/false valued")
-            keep[live] = mask
+            keep[np.flatnonzero(keep)] = mask
         chosen = np.flatnonzero(keep)
         page_idx, slot_idx = chosen // cap, chosen % cap
         if columns is None:
