@@ -181,6 +181,7 @@ LIKES = [
     "SELECT id FROM t WHERE s ILIKE 'ǅ%'",
     "SELECT id FROM t WHERE s NOT ILIKE 'abc'",
     "SELECT id FROM t WHERE s ILIKE 'ii'",
+    "SELECT id FROM t WHERE s ILIKE 'AA_B' ESCAPE 'A' OR s ILIKE 'AAbc' ESCAPE 'A'",
     "SELECT id FROM t WHERE s ILIKE 'Σ%'",
     "SELECT id FROM t WHERE s ILIKE '%Σ' AND s ILIKE 'ς%'",
     "SELECT id FROM t WHERE s LIKE '% %' OR s LIKE '%.%'",

@@ -146,11 +146,12 @@ class Like(Expr):
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         strings = text_to_arrow(self.value.evaluate(batch))
-        pattern = self.pattern
-        if self.ignore_case:  # as DuckDB: LOWER of both sides, then LIKE ('İ' ILIKE 'i' holds)
+        pattern, escape = self.pattern, self.escape
+        if self.ignore_case:  # as DuckDB: LIKE between the LOWER of every side ('İ' ILIKE 'i')
             strings = pc.utf8_lower(strings)
-            pattern = pc.utf8_lower(pa.array([pattern]))[0].as_py()
-        matched = pc.match_substring_regex(strings, pattern=like_regex(pattern, self.escape))
+            pattern, escape = pc.utf8_lower(pa.array([pattern, escape or ""])).to_pylist()
+            escape = escape or None
+        matched = pc.match_substring_regex(strings, pattern=like_regex(pattern, escape))
         return matched.to_numpy(zero_copy_only=False).astype(bool)
 
     def columns(self) -> set[str]:
