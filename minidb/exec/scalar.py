@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from minidb.errors import SchemaError
+from minidb.errors import NumericOverflowError, SchemaError
 from minidb.exec.expr import Arith, Col, Const, Expr
 from minidb.storage.schema import (
     Column,
@@ -393,7 +393,7 @@ class Abs(ScalarValue):
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         values = np.asarray(self.value.evaluate(batch))
         if values.dtype.kind == "i" and len(values) and values.min() == np.iinfo(values.dtype).min:
-            raise SchemaError(f"ABS overflows on {values.min()} ({values.dtype}); "
+            raise NumericOverflowError(f"ABS overflows on {values.min()} ({values.dtype}); "
                               f"cast to a wider type first: ABS(CAST({self.value} AS DOUBLE))")
         return np.abs(values)
 
