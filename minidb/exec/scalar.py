@@ -1,10 +1,10 @@
 """The scalar SQL of a first hour: IN lists, LIKE, CASE, CAST and a few text and number functions.
 
 Each node is an ``Expr`` like those of ``minidb.exec.expr`` and is evaluated the same way, on a
-whole batch at once: ``InList`` ORs one numpy comparison per list item, ``Like`` turns its
-pattern into one regular expression matched over the column by Arrow, the text functions
-(``Lower``, ``Upper``, ``Length``, ``Substring``) hand the column to ``pyarrow.compute``, and
-``Case`` evaluates each branch only on the tuples that reach it.
+whole batch at once: ``InList`` looks the column up in its constants with ``numpy.isin``,
+``Like`` turns its pattern into one regular expression matched over the column by Arrow, the
+text functions (``Lower``, ``Upper``, ``Length``, ``Substring``) hand the column to
+``pyarrow.compute``, and ``Case`` evaluates each branch only on the tuples that reach it.
 
 Text is stored as UTF-8 in ``char(n)`` columns, and ``n`` counts bytes (the record layout is in
 bytes), but SQL counts characters: ``LENGTH('héllo')`` is 5 although the value takes 6 bytes,
@@ -63,7 +63,8 @@ def text_to_arrow(values: np.ndarray) -> pa.Array:
     """A numpy ``S{n}`` column (UTF-8, NUL-padded) as an Arrow string array."""
     values = np.ascontiguousarray(values)
     width = values.dtype.itemsize
-    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values), [None, pa.py_buffer(values)])
+    buffers = [None, pa.py_buffer(values)]
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values), buffers)
     return pc.utf8_rtrim(fixed.cast(pa.binary()).cast(pa.string()), characters="\x00")
 
 
@@ -98,10 +99,14 @@ class InList(Expr):
     items: tuple[Expr, ...]
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        values = self.value.evaluate(batch)
-        found = np.zeros(len(batch), dtype=bool)
-        for item in self.items:
-            found |= np.asarray(values == _operand(item, batch), dtype=bool)
+        values = np.asarray(self.value.evaluate(batch))
+        if values.ndim == 0:
+            values = np.broadcast_to(values, (len(batch),))
+        constants = [i.numpy_value for i in self.items if isinstance(i, Const)]
+        found = np.isin(values, constants) if constants else np.zeros(len(batch), dtype=bool)
+        for item in self.items:  # items that read columns: one comparison each
+            if not isinstance(item, Const):
+                found |= np.asarray(values == item.evaluate(batch), dtype=bool)
         return found
 
     def columns(self) -> set[str]:
@@ -119,7 +124,8 @@ def like_regex(pattern: str, escape: str | None = None) -> str:
         if escape is not None and ch == escape:
             i += 1
             if i == len(pattern):
-                raise SchemaError(f"LIKE pattern {pattern!r} ends with its escape character {escape!r}")
+                raise SchemaError(f"LIKE pattern {pattern!r} ends with its escape character "
+                                  f"{escape!r}; escape a character after it, or drop it")
             parts.append(_literal_char(pattern[i]))
         elif ch == "%":
             parts.append(".*")
@@ -215,7 +221,8 @@ class Case(ScalarValue):
         return int_column(name, "int64")
 
     def __str__(self) -> str:
-        whens = " ".join(f"WHEN {c} THEN {r}" for c, r in zip(self.conditions, self.results, strict=True))
+        pairs = zip(self.conditions, self.results, strict=True)
+        whens = " ".join(f"WHEN {c} THEN {r}" for c, r in pairs)
         otherwise = f" ELSE {self.otherwise}" if self.otherwise is not None else ""
         return f"CASE {whens}{otherwise} END"
 
@@ -258,7 +265,9 @@ class Cast(ScalarValue):
         if kind == "char":
             return self._to_text(values)
         if kind == "float64":
-            return self._text_to_numbers(values) if values.dtype.kind == "S" else values.astype(np.float64)
+            if values.dtype.kind == "S":
+                return self._text_to_numbers(values)
+            return values.astype(np.float64)
         if values.dtype.kind == "S":
             values = self._text_to_numbers(values)
         if values.dtype.kind == "f":
@@ -274,7 +283,8 @@ class Cast(ScalarValue):
         return _map_distinct(bits, _float_text, f"S{_TEXT_WIDTH_OF['float64']}")
 
     def _text_to_numbers(self, values: np.ndarray) -> np.ndarray:
-        """Text read as numbers: exact integers (object array) for an integer target, else floats."""
+        """Text read as numbers: exact integers (an object array) for an integer target, or
+        floats."""
         if CAST_TYPES[self.to] == "float64":
             return _map_distinct(values, self._read_float, np.float64)
         return _map_distinct(values, self._read_integer, object)
@@ -494,7 +504,10 @@ class Substring(ScalarValue):
         """The 0-based slice ``[begin:stop]`` (Python's, negative = from the end) of each text."""
         s, n = self.start, self.length
         if s >= 0:  # 1-based s is 0-based s - 1; the positions before the first one are dropped
-            first, end = (s + n, s) if n is not None and n < 0 else (s, None if n is None else s + n)
+            if n is not None and n < 0:
+                first, end = s + n, s
+            else:
+                first, end = s, None if n is None else s + n
             begin = max(first, 1) - 1
             return begin, None if end is None else max(end - 1, begin)
         if n is None:

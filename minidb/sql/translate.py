@@ -496,8 +496,10 @@ class _ExprBuilder:
         escape_char = None
         if escape is not None:
             escape = _unparen(escape)
-            if not (isinstance(escape, exp.Literal) and escape.is_string and len(str(escape.this)) == 1):
-                raise MinidbError(f"LIKE ... ESCAPE takes one character in quotes, not {escape.sql()}")
+            text = str(escape.this) if isinstance(escape, exp.Literal) and escape.is_string else ""
+            if len(text) != 1:
+                raise MinidbError(f"LIKE ... ESCAPE takes one character in quotes, not "
+                                  f"{escape.sql()}")
             escape_char = str(escape.this)
         like = Like(value, str(pattern.this), isinstance(node, exp.ILike), escape_char)
         like_regex(like.pattern, like.escape)  # a malformed pattern fails here, before any page
@@ -544,10 +546,12 @@ class _ExprBuilder:
         if kind == "float" and to != "DOUBLE" and _decimal_aggregate(node.this):
             raise unsupported(f"CAST of MIN, MAX or SUM over a DECIMAL expression, {node.sql()} "
                               "(DuckDB keeps it exact); cast the argument to DOUBLE first")
-        if number == "decimal" and any("e" in str(n.this).lower() for n in node.this.find_all(exp.Literal)
-                                       if not n.is_string):
-            raise unsupported(f"CAST of an expression with a number in exponent notation, {node.sql()} "
-                              "(DuckDB reads 1e3 as a DOUBLE); write the number with a point, 1000.0")
+        exponents = [n for n in node.this.find_all(exp.Literal)
+                     if not n.is_string and "e" in str(n.this).lower()]
+        if number == "decimal" and exponents:
+            raise unsupported(f"CAST of an expression with a number in exponent notation, "
+                              f"{node.sql()} (DuckDB reads 1e3 as a DOUBLE); write the number with "
+                              "a point, 1000.0")
         if to == "VARCHAR" and number == "decimal":
             raise unsupported(f"CAST of a DECIMAL value to text, {node.sql()} (DuckDB keeps its "
                               "scale, 1.50 gives '1.50'); write the text, or cast to DOUBLE first")
@@ -566,7 +570,8 @@ class _ExprBuilder:
             raise unsupported(f"SUBSTRING with a start or length that is not a whole-number "
                               f"constant, {where.sql()}")
         if value.value > SUBSTRING_LIMIT:
-            raise SchemaError(f"{where.sql()}: a start or length above {SUBSTRING_LIMIT} is out of range")
+            raise SchemaError(f"{where.sql()}: a start or length above {SUBSTRING_LIMIT} is out "
+                              "of range")
         return value.value
 
     # -- checks ---------------------------------------------------------------------------------

@@ -226,7 +226,8 @@ def fixed_width_bytes(binary: pa.Array, width: int) -> np.ndarray:
     offsets = np.frombuffer(binary.buffers()[1], dtype=offsets_type)[binary.offset : binary.offset + n + 1]
     offsets = offsets.astype(np.int64)
     buffer = binary.buffers()[2]
-    data = np.frombuffer(buffer, dtype=np.uint8)[offsets[0] : offsets[-1]] if buffer else np.empty(0, np.uint8)
+    data = np.frombuffer(buffer, dtype=np.uint8) if buffer else np.empty(0, np.uint8)
+    data = data[offsets[0] : offsets[-1]]
     lengths = np.diff(offsets)
     grid = np.zeros((n, width), dtype=np.uint8)
     rows = np.repeat(np.arange(n), lengths)
