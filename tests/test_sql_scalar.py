@@ -158,6 +158,8 @@ IN_LISTS = [
     "SELECT id FROM t WHERE i IN (1, 2) AND i >= 2",
     "SELECT id FROM t WHERE i IN (1, 2) OR s IN ('zz')",
     "SELECT id, i FROM t WHERE i BETWEEN 0 AND 10 AND i NOT IN (3, 4)",
+    "SELECT id FROM t WHERE i IN (SELECT k FROM t WHERE s LIKE 'a%') AND s NOT IN ('abc')",
+    "SELECT id FROM t WHERE k IN ((SELECT MAX(LENGTH(s)) FROM t) - 8, 1)",
 ]
 LIKES = [
     "SELECT id, s FROM t WHERE s LIKE 'a%'",
@@ -437,7 +439,6 @@ UNSUPPORTED = {
     "SELECT k, CAST(SUM(i * 0.25) AS VARCHAR) FROM t GROUP BY k": "MIN, MAX or SUM over a DECIMAL",
     "SELECT TRY_CAST(s AS INTEGER) FROM t": "TRY_CAST",
     "SELECT id FROM t WHERE s LIKE s": "LIKE with a pattern",
-    "SELECT id FROM t WHERE i IN (SELECT i FROM t)": "IN \\(subquery\\)",
     "SELECT SUBSTRING(s, i) FROM t": "SUBSTRING with a start",
     "SELECT IF(i > 0, 1, 2) FROM t": "IF\\(\\)",
     "SELECT REVERSE(s) FROM t": "function REVERSE",
