@@ -75,10 +75,6 @@ def arrow_to_text(strings: pa.Array) -> np.ndarray:
     return fixed_width_bytes(binary, max(1, longest or 0))
 
 
-def _operand(expr: Expr, batch: np.ndarray):
-    return expr.numpy_value if isinstance(expr, Const) else expr.evaluate(batch)
-
-
 def _text_width(expr: Expr, schema: Schema) -> int:
     column = expr.output_column("_", schema)
     if column.kind != "char":
@@ -192,6 +188,8 @@ class Case(ScalarValue):
             pieces.append((chosen, result.evaluate(_rows(batch, chosen))))
             remaining = remaining[~holds]
         if self.otherwise is None:
+            # NULL-TODO(CASE without ELSE): these tuples' value is NULL; translate refuses such a
+            # CASE until minidb has NULLs (see _ExprBuilder._case)
             if len(remaining):
                 raise SchemaError(f"no WHEN of {self} holds for some tuple and there is no ELSE")
         else:
@@ -403,8 +401,8 @@ class Abs(ScalarValue):
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         values = np.asarray(self.value.evaluate(batch))
         if values.dtype.kind == "i" and len(values) and values.min() == np.iinfo(values.dtype).min:
-            raise NumericOverflowError(f"ABS overflows on {values.min()} ({values.dtype}); "
-                              f"cast to a wider type first: ABS(CAST({self.value} AS DOUBLE))")
+            raise NumericOverflowError(f"ABS overflows on {values.min()} ({values.dtype}); cast "
+                                       f"to a wider type first: ABS(CAST({self.value} AS DOUBLE))")
         return np.abs(values)
 
     def columns(self) -> set[str]:
