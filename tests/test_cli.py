@@ -30,7 +30,7 @@ def test_datagen_writes_the_generator_output(runner, tmp_path):
     [
         (["datagen", "nope", "--rows", "10"], "unknown generator"),
         (["datagen", "wisconsin", "--rows", "0"], "at least 1"),
-        (["sql", "SELECT * FROM w HAVING 1", "-t", "w=PARQUET"], "HAVING"),
+        (["sql", "SELECT * FROM w HAVING 1", "-t", "w=PARQUET"], "GROUP BY"),
         (["sql", "SELECT x FROM w", "-t", "w=PARQUET"], "no column 'x'"),
         (["sql", "SELECT * FROM v", "-t", "w=PARQUET"], "v"),
         (["sql", "SELECT * FROM w", "-t", "w=PARQUET", "--page-size", "1000"], "page size"),
