@@ -605,7 +605,8 @@ def read_json(path: Path, what: str, format_name: str) -> dict | None:
 
 
 def schema_to_json(schema: Schema) -> list[dict]:
-    return [{"name": c.name, "kind": c.kind, "width": c.width} for c in schema.columns]
+    return [{"name": c.name, "kind": c.kind, "width": c.width, **({"nullable": True} if c.nullable else {})}
+            for c in schema.columns]
 
 
 def schema_from_json(columns: list[dict]) -> Schema:
@@ -619,6 +620,7 @@ def schema_from_json(columns: list[dict]) -> Schema:
             out.append(float_column(c["name"]))
         else:
             out.append(int_column(c["name"], c["kind"]))
+        out[-1] = out[-1].with_nullable(bool(c.get("nullable", False)))
         if out[-1].width != int(c["width"]):
             raise ValueError(f"column {c['name']!r}: width {c['width']} does not fit {c['kind']}")
     return Schema(out)

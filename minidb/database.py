@@ -89,9 +89,7 @@ class ResultRows:
         schema = self._schema if len(names) == len(self._schema.names) else self._schema.project(names)
         records = self._records
         if len(names) != len(self._schema.names):
-            records = np.empty(len(self._records), dtype=schema.dtype)
-            for n in names:
-                records[n] = self._records[n]
+            records = schema.gather(self._records)
         return schema.arrow_from_records(records)
 
     def to_pylist(self) -> list[tuple]:

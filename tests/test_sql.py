@@ -332,7 +332,7 @@ def test_failed_update_of_a_clustered_key_leaves_table_unchanged(data):
 
 # -- unsupported constructs ----------------------------------------------------------------------
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT * FROM small LEFT JOIN other ON small.id = other.id", "LEFT OUTER JOIN"),
+    ("SELECT * FROM small RIGHT JOIN other ON small.id = other.id", "RIGHT OUTER JOIN"),
     ("SELECT * FROM small FULL OUTER JOIN other ON small.id = other.id", "FULL OUTER JOIN"),
     ("SELECT * FROM small JOIN other USING (id)", "USING"),
     ("SELECT * FROM small NATURAL JOIN other", "NATURAL"),
@@ -343,8 +343,6 @@ def test_failed_update_of_a_clustered_key_leaves_table_unchanged(data):
     ("SELECT CASE WHEN id > 1 THEN 1 END FROM small", "CASE without ELSE"),
     ("SELECT REVERSE(name) FROM small", "function REVERSE"),
     ("SELECT TRY_CAST(name AS INTEGER) FROM small", "TRY_CAST"),
-    ("SELECT id FROM small WHERE name IS NULL", "NULL"),
-    ("SELECT NULL FROM small", "NULL"),
     ("WITH x AS (SELECT id FROM small) SELECT id FROM x", "WITH"),
     ("SELECT id FROM small LIMIT 2 OFFSET 1", "OFFSET"),
     ("SELECT CAST(id AS DATE) FROM small", "CAST to DATE"),

@@ -142,7 +142,7 @@ from minidb.sql.translate import (
     UpdateStatement,
     translate,
 )
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, set_null_mask
 
 CLUSTER_FORMAT = "minidb-cluster"
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
@@ -446,9 +446,7 @@ class ParallelDatabase:
         as Gamma stores query results (Section 2.2), or as the ``partition=`` hint says."""
         columns = [c for c in schema.columns if c.name != RID]
         layout = Schema(columns)
-        out = np.empty(len(records), dtype=layout.dtype)
-        for c in columns:
-            out[c.name] = records[c.name]
+        out = layout.gather(records)
         shadow = Table.create(self.host.disk, self.host.buffer, name, layout, out[:0])
         self.host.catalog.add(shadow)
         try:
@@ -955,6 +953,8 @@ class _Run:
         edge = q.edges[0]
         est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
         b = edge.left if est[edge.left] <= est[edge.right] else edge.right
+        if q.outer:
+            b = edge.right  # LEFT JOIN: build on the right table, probe with the preserved left one
         pr = edge.right if b == edge.left else edge.left
         bkey = edge.left_col if b == edge.left else edge.right_col
         pkey = edge.right_col if b == edge.left else edge.left_col
@@ -986,7 +986,8 @@ class _Run:
                 steps.append(("distinct",))
         join = {"id": self.exchange("join"), "hint": self.hints, "steps": steps,
                 "sink": {"kind": "host"},
-                "source": {"kind": "join", "build_key": bkey, "probe_key": pkey,
+                "source": {"kind": "join", "build_key": bkey, "probe_key": pkey, "outer": q.outer,
+                           "condition": conjunction(q.join_condition),
                            "build": {"kind": "receive", "exchange": scans[b][2],
                                      "producers": scans[b][1], "schema": schemas[b]},
                            "probe": {"kind": "receive", "exchange": scans[pr][2],

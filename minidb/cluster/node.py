@@ -97,7 +97,8 @@ def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint) 
 
         build = _source(db, src["build"], inbox, timeout, hint)
         probe = _source(db, src["probe"], inbox, timeout, hint)
-        return HashJoin(db.ctx, build, probe, src["build_key"], src["probe_key"], db.memory_pages)
+        return HashJoin(db.ctx, build, probe, src["build_key"], src["probe_key"], db.memory_pages,
+                        outer=src.get("outer", False), condition=src.get("condition"))
     if kind == "array":
         return ArrayScan(src["schema"], src["records"])
     raise MinidbError(f"internal error: unknown fragment source {kind!r}")
@@ -270,9 +271,7 @@ class Node:
         (the store operator of CREATE TABLE AS); returns their count and column statistics."""
         parts = self._held.pop(key, [])
         kept = _concat(parts, schema) if parts else np.empty(0, dtype=schema.dtype)
-        records = np.empty(len(kept), dtype=schema.dtype)
-        for c in schema.columns:
-            records[c.name] = kept[c.name]
+        records = schema.gather(kept)
         self.create_fragment(name, schema, records)
         with self._lock:
             self._add_tuples("store", len(records))

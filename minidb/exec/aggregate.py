@@ -28,10 +28,14 @@ group is finished inside one partition. Counters: ``groups``, ``max_groups``, ``
 Simplifications: numpy has no vectorized hash table, so groups are found by sorting each batch
 (or set of partials) on the group columns and cutting it where the key changes; hashing is used
 where Gamma uses it to split the data, not to probe. Results of a table that fit in memory come
-out in group-key order, which SQL does not promise. minidb has no NULLs, so on an empty input a
-scalar aggregate returns one row when it has only COUNT and SUM (0 for both) and no row at all
-when it has MIN, MAX or AVG (whose SQL answer would be NULL); with GROUP BY, an empty input
-gives no rows, as in SQL.
+out in group-key order, which SQL does not promise.
+
+NULLs, as in SQL: MIN, MAX, SUM and AVG skip NULL arguments and are NULL over a group with no
+non-NULL value (each keeps a count of the non-NULL values it saw; a NULL argument enters the
+partial as the combine's identity, 0 for a sum, the largest value for a minimum); COUNT(x)
+counts non-NULL values, COUNT(*) rows. A scalar aggregate over no rows gives one row (COUNT 0,
+the others NULL); with GROUP BY, an empty input gives no rows, and the NULLs of a group column
+form one group.
 """
 
 from __future__ import annotations
@@ -48,9 +52,18 @@ from minidb.exec.sort import sort_order
 from minidb.exec.store import SpoolWriter
 from minidb.hashing import hash_columns
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Column, Schema, float_column, int_column
+from minidb.storage.schema import (
+    Column,
+    Schema,
+    float_column,
+    int_column,
+    null_mask,
+    set_null_mask,
+)
 
 FUNCTIONS = ("MIN", "MAX", "SUM", "COUNT", "AVG")
+#: internal: the sum of partial counts that finishes a COUNT (0 over no partials, never NULL)
+SUM_COUNTS = "SUM_COUNTS"
 MIN_PAGES = 3
 ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
 MAX_FANOUT = 32
@@ -65,6 +78,7 @@ class _State:
     combine: str  # "add", "min" or "max"
     source: int | None  # index of the aggregate whose argument feeds it; None: a count of 1s
     word: str | None = None  # "hi" / "lo": a half of an exact integer sum (see ``exact_sum``)
+    counts: bool = False  # a count of the source's non-NULL values instead of the values
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,7 @@ class _Aggregate:
     func: str
     argument: Expr | None
     states: tuple[int, ...]  # indexes into the state list
+    nonnull: int | None = None  # the state counting non-NULL arguments (NULL result when 0)
 
 
 class HashAggregate(Operator):
@@ -93,9 +108,9 @@ class HashAggregate(Operator):
         states: list[_State] = []
 
         def state(kind: str, width: int, combine: str, src: int | None,
-                  word: str | None = None) -> int:
+                  word: str | None = None, counts: bool = False) -> int:
             name = f"__state{len(states)}"
-            states.append(_State(name, Column(name, kind, width), combine, src, word))
+            states.append(_State(name, Column(name, kind, width), combine, src, word, counts))
             return len(states) - 1
 
         def sum_states(src: int) -> tuple[int, ...]:
@@ -107,7 +122,7 @@ class HashAggregate(Operator):
         out_columns: list[Column] = list(self.group_columns)
         for i, (output, func, arg) in enumerate(aggregates):
             func = func.upper()
-            if func not in FUNCTIONS:
+            if func not in FUNCTIONS + (SUM_COUNTS,):
                 raise SchemaError(f"unknown aggregate function {func}; use one of {', '.join(FUNCTIONS)}")
             if arg is None and func != "COUNT":
                 raise SchemaError(f"{func} needs an argument; only COUNT(*) has none")
@@ -117,19 +132,27 @@ class HashAggregate(Operator):
 
             # sums of integers are exact (two int64 words, see exact_sum), sums of floats float64
             sum_kind = "float64" if arg_col is not None and arg_col.kind == "float64" else "int64"
+            nonnull = None
             if func == "COUNT":
-                idx = (state("int64", 8, "add", None),)
+                idx = (state("int64", 8, "add", None if arg is None else i, counts=True),)
                 out = int_column(output, "int64")
-            elif func == "SUM":
-                idx = sum_states(i)
-                out = Column(output, sum_kind, 8)
-            elif func == "AVG":
-                idx = sum_states(i) + (state("int64", 8, "add", None),)
-                out = float_column(output)
-            else:  # MIN / MAX keep the layout of their argument
-                idx = (state(arg_col.kind, arg_col.width, func.lower(), i),)
-                out = Column(output, arg_col.kind, arg_col.width)
-            aggs.append(_Aggregate(output, func, arg, idx))
+            elif func == SUM_COUNTS:
+                idx = (state("int64", 8, "add", i),)
+                out = int_column(output, "int64")
+            else:
+                if func == "SUM":
+                    idx = sum_states(i)
+                    out = Column(output, sum_kind, 8)
+                elif func == "AVG":
+                    idx = sum_states(i)
+                    out = float_column(output)
+                else:  # MIN / MAX keep the layout of their argument
+                    idx = (state(arg_col.kind, arg_col.width, func.lower(), i),)
+                    out = Column(output, arg_col.kind, arg_col.width)
+                nonnull = state("int64", 8, "add", i, counts=True)  # last: AVG's divisor too
+                idx = idx + (nonnull,)
+                out = out.with_nullable(True)
+            aggs.append(_Aggregate(output, func, arg, idx, nonnull))
             out_columns.append(out)
 
         self.states = states
@@ -181,8 +204,11 @@ class HashAggregate(Operator):
         for out in self._aggregate(partials(), level=0):
             produced = True
             yield out
-        if not produced and not self.group_names and all(a.func in ("COUNT", "SUM") for a in self.aggregates):
+        if not produced and not self.group_names:  # SQL: one row, COUNT 0 and the others NULL
             out = np.zeros(1, dtype=self.schema.dtype)
+            for a in self.aggregates:
+                if a.nonnull is not None:
+                    set_null_mask(out, a.output, np.ones(1, dtype=bool))
             self.stats.add("groups")
             yield out
 
@@ -232,17 +258,25 @@ class HashAggregate(Operator):
     # -- partial aggregation -----------------------------------------------------------------------
     def _partial(self, batch: np.ndarray) -> np.ndarray:
         """One batch of input turned into one partial tuple per group in the batch."""
-        part = np.empty(len(batch), dtype=self.partial_schema.dtype)
+        part = self.partial_schema.new_records(len(batch))
         for name in self.group_names:
             part[name] = batch[name]
-        values: dict[int, np.ndarray] = {}
+            set_null_mask(part, name, null_mask(batch, name))
+        arguments: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         for s in self.states:
             if s.source is None:
                 part[s.name] = 1
                 continue
-            if s.source not in values:
-                values[s.source] = _check_values(self.aggregates[s.source], batch)
-            part[s.name] = split_word(values[s.source], s.word)
+            if s.source not in arguments:
+                agg = self.aggregates[s.source]
+                arguments[s.source] = (_check_values(agg, batch), agg.argument.null_mask(batch))
+            values, nulls = arguments[s.source]
+            if s.counts:
+                part[s.name] = 1 if nulls is None else ~nulls
+                continue
+            if nulls is not None:
+                values = np.where(nulls, _identity(s), values)
+            part[s.name] = split_word(values, s.word)
         return self._reduce(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
@@ -261,11 +295,10 @@ class HashAggregate(Operator):
                 else:
                     out[s.name] = col.min() if s.combine == "min" else col.max()
             return self._carry(out)
-        ordered = part[sort_order([part[g] for g in self.group_names])]
+        ordered = part[sort_order(self._group_keys(part))]
         change = np.zeros(n, dtype=bool)
         change[0] = True
-        for g in self.group_names:
-            col = ordered[g]
+        for col in self._group_keys(ordered):
             change[1:] |= col[1:] != col[:-1]
         starts = np.flatnonzero(change)
         if len(starts) == n:
@@ -296,23 +329,36 @@ class HashAggregate(Operator):
                 part[lo] &= _LOW_MASK
         return part
 
+    def _group_keys(self, part: np.ndarray) -> list[np.ndarray]:
+        """The group columns, each followed by its null mask: NULL is a group of its own."""
+        keys = []
+        for g in self.group_names:
+            keys.append(part[g])
+            if (nulls := null_mask(part, g)) is not None:
+                keys.append(nulls)
+        return keys
+
     def _finish(self, table: np.ndarray) -> Iterator[np.ndarray]:
         """Final values of each group from its partial tuple, in batches."""
         self.stats.add("groups", len(table))
-        out = np.empty(len(table), dtype=self.schema.dtype)
+        out = self.schema.new_records(len(table))
         for name in self.group_names:
             out[name] = table[name]
+            set_null_mask(out, name, null_mask(table, name))
         for a in self.aggregates:
             names = [self.states[k].name for k in a.states]
             exact = self.states[a.states[0]].word == "hi"
             if a.func == "AVG":
                 total = exact_sum_float(table[names[0]], table[names[1]]) if exact \
                     else table[names[0]]
-                out[a.output] = total / table[names[-1]]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    out[a.output] = total / np.maximum(table[names[-1]], 1)
             elif a.func == "SUM" and exact:
                 out[a.output] = exact_sum(table[names[0]], table[names[1]], a)
             else:
                 out[a.output] = table[names[0]]
+            if a.nonnull is not None:
+                set_null_mask(out, a.output, table[self.states[a.nonnull].name] == 0)
         step = self.ctx.batch_rows
         for start in range(0, len(out), step):
             yield out[start : start + step]
@@ -394,6 +440,19 @@ def _argument_column(arg: Expr, schema: Schema, func: str) -> Column:
         raise SchemaError(f"{func}({arg}): the argument must be a column, a constant or arithmetic") from None
 
 
+def _identity(state: _State):
+    """The value a NULL argument contributes to a partial: one that changes nothing."""
+    dtype = state.column.numpy_dtype
+    if state.combine == "add":
+        return np.zeros(1, dtype=dtype)[0]
+    if dtype.kind == "S":
+        return b"\xff" * dtype.itemsize if state.combine == "min" else b""
+    if dtype.kind == "f":
+        return np.inf if state.combine == "min" else -np.inf
+    info = np.iinfo(dtype)
+    return info.max if state.combine == "min" else info.min
+
+
 def _check_values(agg: _Aggregate, batch: np.ndarray) -> np.ndarray:
     values = np.asarray(agg.argument.evaluate(batch))
     if values.ndim == 0:
@@ -407,7 +466,8 @@ AggregateList = list[tuple[str, str, "Expr | None"]]
 
 def split_aggregates(aggregates: AggregateList) -> tuple[AggregateList, AggregateList, list]:
     """Gamma's two steps for ``aggregates`` (Section 7): the *partial* aggregates each piece of
-    the input computes, the *final* ones that combine partials (counts are summed), and for each
+    the input computes, the *final* ones that combine partials (counts are summed, and are 0, not
+    NULL, when there are no partials at all), and for each
     AVG the (output, sum column, count column) it is divided from at the end."""
     partials, finals, averages = [], [], []
     for name, func, arg in aggregates:
@@ -416,11 +476,11 @@ def split_aggregates(aggregates: AggregateList) -> tuple[AggregateList, Aggregat
             # sum of one piece would (SUM itself stays exact)
             s, c = f"{name}_sum", f"{name}_count"
             partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
-            finals += [(s, "SUM", Col(s)), (c, "SUM", Col(c))]
+            finals += [(s, "SUM", Col(s)), (c, SUM_COUNTS, Col(c))]
             averages.append((name, s, c))
         else:
             partials.append((name, func, arg))
-            finals.append((name, "SUM" if func == "COUNT" else func, Col(name)))
+            finals.append((name, SUM_COUNTS if func == "COUNT" else func, Col(name)))
     return partials, finals, averages
 
 

@@ -6,18 +6,27 @@ one numpy comparison over a column, not a Python call per tuple (Gamma compiled 
 machine code for the same reason: predicate evaluation is on every tuple's path).
 
 Text values are compared as the bytes stored in ``char(n)`` columns (NUL padding ignored).
+
+NULLs and three-valued logic. Each node also answers ``null_mask(batch)``: which of its values
+are NULL (None: none can be). ``evaluate`` still returns a value in every position (what it holds
+at a NULL position does not matter), so numpy works on whole columns and the NULLs travel beside
+them. A column reads its bits from the batch's null bitmap (see ``storage/schema.py``); the NULL
+literal is NULL everywhere; comparisons, arithmetic and BETWEEN are *strict* (NULL if any input is
+NULL, the default); AND, OR and NOT follow SQL's three-valued logic (FALSE AND NULL is FALSE,
+TRUE OR NULL is TRUE, NOT NULL is NULL); ``IS [NOT] NULL`` is never NULL. A condition keeps a
+tuple only where it is TRUE, not NULL: ``is_true(pred, batch)``.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from minidb.errors import NumericOverflowError, SchemaError
-from minidb.storage.schema import Column, Schema, char_column, float_column, int_column
+from minidb.storage.schema import Column, Schema, char_column, float_column, int_column, null_mask
 
 
 class Expr:
@@ -26,13 +35,55 @@ class Expr:
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def children(self) -> list[Expr]:
+        """The sub-expressions of this node: its dataclass fields that are ``Expr`` (or tuples)."""
+        out: list[Expr] = []
+        for f in fields(self) if hasattr(self, "__dataclass_fields__") else ():
+            value = getattr(self, f.name)
+            if isinstance(value, Expr):
+                out.append(value)
+            elif isinstance(value, tuple):
+                out.extend(v for v in value if isinstance(v, Expr))
+        return out
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        """True where this expression's value is NULL; None when no value can be NULL.
+
+        The default is a *strict* operator: NULL wherever any input is NULL.
+        """
+        return any_null([c.null_mask(batch) for c in self.children()], len(batch))
+
+    def nullable(self, schema: Schema) -> bool:
+        """Whether this expression can be NULL on tuples of ``schema`` (strict by default)."""
+        return any(c.nullable(schema) for c in self.children())
+
     def columns(self) -> set[str]:
         """Names of the columns this expression reads."""
-        return set()
+        return set().union(*(c.columns() for c in self.children()))
 
     def output_column(self, name: str, schema: Schema) -> Column:
         """The layout of this expression's values when stored as column ``name``."""
         raise NotImplementedError
+
+
+def any_null(masks: list[np.ndarray | None], rows: int) -> np.ndarray | None:
+    """The OR of some null masks (None entries mean "no NULL"); None when all are None."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    out = np.zeros(rows, dtype=bool)
+    for m in present:
+        out |= m
+    return out
+
+
+def is_true(pred: Expr, batch: np.ndarray) -> np.ndarray:
+    """Where ``pred`` is TRUE (not FALSE, not NULL): the tuples a WHERE or ON clause keeps."""
+    values = np.asarray(pred.evaluate(batch))
+    if values.ndim == 0:
+        values = np.broadcast_to(values, (len(batch),))
+    unknown = pred.null_mask(batch)
+    return values if unknown is None or values.dtype != np.bool_ else values & ~unknown
 
 
 @dataclass(frozen=True)
@@ -42,12 +93,18 @@ class Col(Expr):
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         return batch[self.name]
 
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        return null_mask(batch, self.name) if hasattr(batch, "dtype") else None
+
+    def nullable(self, schema: Schema) -> bool:
+        return schema.column(self.name).nullable
+
     def columns(self) -> set[str]:
         return {self.name}
 
     def output_column(self, name: str, schema: Schema) -> Column:
         c = schema.column(self.name)
-        return Column(name, c.kind, c.width)
+        return Column(name, c.kind, c.width, c.nullable)
 
     def __str__(self) -> str:
         return self.name
@@ -55,16 +112,28 @@ class Col(Expr):
 
 @dataclass(frozen=True)
 class Const(Expr):
-    value: int | float | str | bool
+    """A constant; ``Const(None)`` is the NULL literal, like ``Null()``."""
+
+    value: int | float | str | bool | None
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        if self.value is None:
+            return np.zeros(len(batch), dtype=np.int64)
         return np.full(len(batch), self.numpy_value)
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        return None if self.value is not None else np.ones(len(batch), dtype=bool)
+
+    def nullable(self, schema: Schema) -> bool:
+        return self.value is None
 
     @property
     def numpy_value(self):
         return self.value.encode() if isinstance(self.value, str) else self.value
 
     def output_column(self, name: str, schema: Schema) -> Column:
+        if self.value is None:
+            return int_column(name, "int32").with_nullable(True)
         if isinstance(self.value, str):
             return char_column(name, max(1, len(self.value.encode())))
         if isinstance(self.value, float):
@@ -73,6 +142,54 @@ class Const(Expr):
 
     def __str__(self) -> str:
         return repr(self.value) if isinstance(self.value, str) else str(self.value)
+
+
+@dataclass(frozen=True)
+class Null(Expr):
+    """The NULL literal: NULL in every row (its values are zeros, never looked at)."""
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        return np.zeros(len(batch), dtype=np.int64)
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        return np.ones(len(batch), dtype=bool)
+
+    def nullable(self, schema: Schema) -> bool:
+        return True
+
+    def output_column(self, name: str, schema: Schema) -> Column:
+        return int_column(name, "int32").with_nullable(True)
+
+    def __str__(self) -> str:
+        return "NULL"
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    """``part IS NULL`` (or ``IS NOT NULL`` when ``negated``): TRUE or FALSE, never NULL."""
+
+    part: Expr
+    negated: bool = False
+
+    def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        mask = self.part.null_mask(batch)
+        mask = np.zeros(len(batch), dtype=bool) if mask is None else mask
+        return ~mask if self.negated else mask
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        return None
+
+    def nullable(self, schema: Schema) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return f"{self.part} IS {'NOT ' if self.negated else ''}NULL"
+
+
+def _all_null(exprs: tuple[Expr, ...], rows: int, dtype) -> np.ndarray | None:
+    """Zeros when some input is the NULL literal (a strict operator's answer is then NULL)."""
+    null_literal = any(isinstance(e, Null) or (isinstance(e, Const) and e.value is None) for e in exprs)
+    return np.zeros(rows, dtype=dtype) if null_literal else None
 
 
 _COMPARE = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
@@ -92,6 +209,8 @@ class Compare(Expr):
     right: Expr
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        if (nulls := _all_null((self.left, self.right), len(batch), bool)) is not None:
+            return nulls
         result = _COMPARE[self.op](_operand(self.left, batch), _operand(self.right, batch))
         return np.broadcast_to(result, (len(batch),)) if np.ndim(result) == 0 else result
 
@@ -109,6 +228,8 @@ class Between(Expr):
     high: Expr
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        if (nulls := _all_null((self.value, self.low, self.high), len(batch), bool)) is not None:
+            return nulls
         v = self.value.evaluate(batch)
         return (v >= _operand(self.low, batch)) & (v <= _operand(self.high, batch))
 
@@ -124,10 +245,19 @@ class And(Expr):
     parts: tuple[Expr, ...]
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        result = self.parts[0].evaluate(batch)
+        result = is_true(self.parts[0], batch)
         for p in self.parts[1:]:
-            result = result & p.evaluate(batch)
+            result = result & is_true(p, batch)
         return result
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        unknown = any_null([p.null_mask(batch) for p in self.parts], len(batch))
+        if unknown is None:
+            return None
+        some_false = np.zeros(len(batch), dtype=bool)
+        for p in self.parts:  # a FALSE part makes the AND FALSE, whatever the NULLs
+            some_false |= ~np.asarray(p.evaluate(batch), dtype=bool) & _not_null(p, batch)
+        return unknown & ~some_false
 
     def columns(self) -> set[str]:
         return set().union(*(p.columns() for p in self.parts))
@@ -141,10 +271,16 @@ class Or(Expr):
     parts: tuple[Expr, ...]
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        result = self.parts[0].evaluate(batch)
+        result = is_true(self.parts[0], batch)
         for p in self.parts[1:]:
-            result = result | p.evaluate(batch)
+            result = result | is_true(p, batch)
         return result
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        unknown = any_null([p.null_mask(batch) for p in self.parts], len(batch))
+        if unknown is None:
+            return None
+        return unknown & ~self.evaluate(batch)  # a TRUE part makes the OR TRUE, whatever the NULLs
 
     def columns(self) -> set[str]:
         return set().union(*(p.columns() for p in self.parts))
@@ -158,7 +294,7 @@ class Not(Expr):
     part: Expr
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        return ~self.part.evaluate(batch)
+        return ~is_true(self.part, batch) & _not_null(self.part, batch)
 
     def columns(self) -> set[str]:
         return self.part.columns()
@@ -174,6 +310,8 @@ class Arith(Expr):
     right: Expr
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        if (nulls := _all_null((self.left, self.right), len(batch), np.int64)) is not None:
+            return nulls
         left, right = _operand(self.left, batch), _operand(self.right, batch)
         if self.op in ("+", "-", "*", "%"):
             left = np.asarray(left).astype(np.int64) if np.asarray(left).dtype.kind == "i" else left
@@ -219,6 +357,11 @@ def check_int_overflow(op: str, left, right, result, expr: Expr) -> None:
             raise NumericOverflowError(
                 f"{expr} gives {value} for {a} {op} {b}, which does not fit in a 64-bit integer; "
                 "minidb does not wrap around (use a float, e.g. x * 1.0)")
+
+
+def _not_null(e: Expr, batch: np.ndarray) -> np.ndarray:
+    mask = e.null_mask(batch)
+    return np.ones(len(batch), dtype=bool) if mask is None else ~mask
 
 
 def _kind(e: Expr, schema: Schema) -> str:

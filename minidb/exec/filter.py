@@ -6,7 +6,8 @@ The predicate is a support function in Volcano's terms; here it is an ``Expr`` t
 a whole batch (one numpy comparison per column, not a call per tuple), and a batch in which no
 tuple qualifies is skipped rather than returned empty.
 
-Simplification: no NULLs, so the predicate is plain two-valued logic.
+The predicate follows SQL's three-valued logic: a tuple qualifies only where it is TRUE, so a
+comparison with NULL (which is NULL, "unknown") drops the tuple (see ``exec/expr.py``).
 """
 
 from __future__ import annotations

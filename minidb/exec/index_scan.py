@@ -32,11 +32,11 @@ import numpy as np
 
 from minidb.exec.expr import Expr
 from minidb.exec.iterator import ExecContext, Operator
-from minidb.exec.scan import apply_predicate, with_rid_column
+from minidb.exec.scan import RID, apply_predicate, with_rid_column
 from minidb.index.btree import BPlusTree
 from minidb.index.clustered import ClusteredFile
 from minidb.index.hashfile import DenseHashIndex, HashFile
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, glue_records
 
 
 def _bounds_text(column: str, low, high) -> str:
@@ -68,13 +68,9 @@ class _IndexScanBase(Operator):
             records, rids = records[mask], rids[mask]
         if not self.with_rids:
             return records
-        # widen each record by its 8-byte id: two byte copies, no loop over columns
-        n, width = len(records), records.dtype.itemsize
-        out = np.empty(n, dtype=self.schema.dtype)
-        raw = out.view(np.uint8).reshape(n, width + 8)
-        raw[:, :width] = np.ascontiguousarray(records).view(np.uint8).reshape(n, width)
-        raw[:, width:] = np.asarray(rids, dtype="<i8").view(np.uint8).reshape(n, 8)
-        return out
+        # widen each record by its 8-byte id: byte copies, no loop over columns
+        rid_column = np.ascontiguousarray(rids, dtype="<i8").view([(RID, "<i8")])
+        return glue_records([records, rid_column], self.schema.dtype)
 
     def _suffix(self) -> str:
         where = f" where {self.predicate}" if self.predicate is not None else ""

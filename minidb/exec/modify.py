@@ -41,7 +41,7 @@ from minidb.errors import SchemaError
 from minidb.exec.expr import Expr
 from minidb.exec.iterator import Operator
 from minidb.exec.scan import RID
-from minidb.storage.schema import Column, Schema, int_column
+from minidb.storage.schema import Column, Schema, int_column, null_mask, set_null_mask
 
 COUNT_SCHEMA = Schema([int_column("count", "int64")])
 
@@ -121,6 +121,13 @@ class _Modify(Operator):
         return f"{type(self).__name__}({name})"
 
 
+def _set_nulls(out: np.ndarray, col, nulls: np.ndarray | None, what: str) -> None:
+    """Mark ``nulls`` NULL in ``col`` of ``out``; a NOT NULL column refuses them."""
+    if nulls is not None and nulls.any() and not col.nullable:
+        raise SchemaError(f"{what}: column {col.name!r} is NOT NULL; it cannot be set to NULL")
+    set_null_mask(out, col.name, nulls)
+
+
 class Insert(_Modify):
     """Insert the child's tuples into ``table`` (columns matched by position)."""
 
@@ -134,7 +141,8 @@ class Insert(_Modify):
                 f"INSERT gives {len(source)} values per row but the table has {len(target)} "
                 f"columns ({', '.join(table.schema.names)})"
             )
-        self._same_layout = [(c.kind, c.width) for c in source] == [(c.kind, c.width) for c in target]
+        self._same_layout = [(c.kind, c.width) for c in source] == [(c.kind, c.width) for c in target] \
+            and child.schema.dtype.itemsize == table.schema.dtype.itemsize
 
     def _apply(self) -> int:
         target = self.table.schema
@@ -143,9 +151,10 @@ class Insert(_Modify):
             if self._same_layout:
                 converted.append(np.ascontiguousarray(batch).view(target.dtype))
                 continue
-            out = np.empty(len(batch), dtype=target.dtype)
+            out = target.new_records(len(batch))
             for src, col in zip(self.children[0].schema.columns, target.columns, strict=True):
                 out[col.name] = coerce_values(batch[src.name], col, "INSERT")
+                set_null_mask(out, col.name, null_mask(batch, src.name))
             converted.append(out)
         if not converted:
             return 0
@@ -194,16 +203,24 @@ class Update(_Modify):
         target = self.table.schema
         rids, records = [], []
         for batch in self._read_all():
-            out = np.empty(len(batch), dtype=target.dtype)
+            out = target.new_records(len(batch))
             for col in target.columns:
                 expr = self.assignments.get(col.name)
                 if expr is None:
-                    out[col.name] = batch[self.children[0].schema.column(col.name).name]
+                    source = self.children[0].schema.column(col.name).name
+                    out[col.name] = batch[source]
+                    set_null_mask(out, col.name, null_mask(batch, source))
                     continue
                 values = np.asarray(expr.evaluate(batch))
                 if values.ndim == 0:
                     values = np.broadcast_to(values, (len(batch),))
+                nulls = expr.null_mask(batch)
+                if nulls is not None and nulls.all():  # SET c = NULL: placeholder values
+                    values = np.zeros(len(values), dtype=col.numpy_dtype)
+                elif nulls is not None:
+                    values = np.where(nulls, np.zeros(1, values.dtype)[0], values)
                 out[col.name] = coerce_values(values, col, "UPDATE")
+                _set_nulls(out, col, nulls, "UPDATE")
             rids.append(batch[RID].astype(np.int64))
             records.append(out)
         if not records:

@@ -5,7 +5,8 @@ record with a support function. Here each output column is an ``Expr`` (a column
 constant or arithmetic) evaluated on the whole input batch, and the results are stored into a new
 batch whose layout comes from ``Expr.output_column``: a column reference keeps its input layout,
 integer arithmetic gives int64, division and anything with a float gives float64, a text constant
-gives ``char(len)``.
+gives ``char(len)``. An output column is nullable when its expression can be NULL, and the
+output's null bitmap is computed with the values.
 
 Simplification: projection does not remove duplicates (SQL's bag semantics; DISTINCT would be
 an aggregate over all columns).
@@ -18,7 +19,7 @@ import numpy as np
 from minidb.errors import SchemaError
 from minidb.exec.expr import Expr
 from minidb.exec.iterator import Operator
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, set_null_mask
 
 
 class Project(Operator):
@@ -34,7 +35,8 @@ class Project(Operator):
         columns = []
         for name, expr in self.outputs:
             try:
-                columns.append(expr.output_column(name, child.schema))
+                column = expr.output_column(name, child.schema)
+                columns.append(column.with_nullable(column.nullable or expr.nullable(child.schema)))
             except NotImplementedError:
                 raise SchemaError(
                     f"cannot compute {expr} as output column {name!r}: only columns, constants "
@@ -46,9 +48,11 @@ class Project(Operator):
         batch = self._pull(self.children[0])
         if batch is None:
             return None
-        out = np.empty(len(batch), dtype=self.schema.dtype)
+        out = self.schema.new_records(len(batch))
         for (_, expr), col in zip(self.outputs, self.schema.columns, strict=True):
             out[col.name] = expr.evaluate(batch)
+            if col.nullable:
+                set_null_mask(out, col.name, expr.null_mask(batch))
         return out
 
     def describe(self) -> str:

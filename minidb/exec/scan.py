@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from minidb.errors import SchemaError
-from minidb.exec.expr import Expr
+from minidb.exec.expr import Expr, is_true
 from minidb.exec.iterator import BATCH_ROWS, ExecContext, Operator
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Schema, int_column
+from minidb.storage.schema import Schema, glue_records, int_column
 
 RID = "_rid"
 
@@ -41,14 +41,12 @@ def with_rid_column(schema: Schema) -> Schema:
 
 
 def apply_predicate(predicate: Expr | None, batch: np.ndarray) -> np.ndarray | None:
-    """The boolean mask of ``predicate`` over ``batch`` (None when there is no predicate)."""
+    """Where ``predicate`` is TRUE over ``batch`` (not NULL); None when there is no predicate."""
     if predicate is None:
         return None
-    mask = np.asarray(predicate.evaluate(batch))
+    mask = is_true(predicate, batch)
     if mask.dtype != np.bool_:
         raise SchemaError(f"the condition {predicate} is not true/false valued")
-    if mask.ndim == 0:
-        mask = np.broadcast_to(mask, (len(batch),))
     return mask
 
 
@@ -97,12 +95,8 @@ class HeapScan(Operator):
 
 def _attach_rids(records: np.ndarray, rids: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Widen each record by its 8-byte record id (two byte copies, no per-column loop)."""
-    n, width = len(records), records.dtype.itemsize
-    out = np.empty(n, dtype=dtype)
-    raw = out.view(np.uint8).reshape(n, width + 8)
-    raw[:, :width] = np.ascontiguousarray(records).view(np.uint8).reshape(n, width)
-    raw[:, width:] = rids.astype("<i8").view(np.uint8).reshape(n, 8)
-    return out
+    rid_column = np.ascontiguousarray(rids, dtype="<i8").view([(RID, "<i8")])
+    return glue_records([records, rid_column], dtype)
 
 
 class ArrayScan(Operator):

@@ -28,6 +28,8 @@ Sort keys. Each key column is turned into an array whose ascending order is the 
 integers are complemented (``~x``, which reverses the order without overflow), floats negated,
 and text bytes complemented (``255 - b``), which reverses bytewise order and puts a longer string
 before its prefix, as descending order should. Several keys are sorted with ``np.lexsort``.
+A nullable key column is preceded by its null mask (False before True), so NULLs come last in
+both directions, DuckDB's default order (``NULLS LAST``).
 
 Every level reads and writes every page, even a lone run left over at the end of a level (it is
 copied rather than carried up), so the page counts follow the textbook formula exactly.
@@ -48,7 +50,7 @@ from minidb.errors import SchemaError
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.store import SpoolWriter, read_pages, tuples_per_page
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, null_mask
 
 MIN_PAGES = 3
 
@@ -59,6 +61,9 @@ def sort_keys(batch: np.ndarray, keys: list[tuple[str, bool]], schema: Schema) -
     for name, ascending in keys:
         col = schema.column(name)
         values = batch[col.name]
+        if col.nullable:  # NULLs sort after every value, ascending or descending (DuckDB's default)
+            nulls = null_mask(batch, col.name)
+            out.append(np.zeros(len(batch), dtype=bool) if nulls is None else nulls)
         if ascending:
             out.append(values)
         elif col.kind == "char":

@@ -37,6 +37,12 @@ b1, node i the values v with b_i <= v < b_(i+1), and node N-1 the values from b(
 boundary is the smallest value of the next node. Boundaries must increase strictly and there
 must be exactly N - 1 of them. Text is compared as its stored bytes, as everywhere in minidb.
 
+NULLs. A NULL partitioning value is routed as the bytes it is stored as (0, or '' for text), so
+every NULL of a column goes to the same node under every strategy, and routing stays a function
+of the stored record. Pruning (``nodes_for_range``) is only asked about ranges that come from
+comparisons with constants, which are never TRUE for NULL, so skipping a node that holds NULLs
+never loses a qualifying tuple (``IS NULL`` is not a range and prunes nothing).
+
 Simplifications, compared with the papers:
 
 * nodes are numbered 0..N-1; Gamma's disk drives and INGRES's named sites (Berkeley, Paris,

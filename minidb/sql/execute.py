@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from minidb.catalog import Table
-from minidb.errors import MinidbError
+from minidb.errors import MinidbError, SchemaError
 from minidb.exec.expr import Col
 from minidb.exec.iterator import Operator
 from minidb.exec.scan import RID, ArrayScan
@@ -41,7 +41,7 @@ from minidb.sql.translate import (
     UpdateStatement,
     coerce,
 )
-from minidb.storage.schema import Schema, int_column
+from minidb.storage.schema import Schema, int_column, null_mask, set_null_mask
 
 
 @dataclass
@@ -108,9 +108,15 @@ def _converter(table: Table, columns: list[str], source: Schema):
     """A function turning SELECT output (by position) into records of ``table``, checked."""
 
     def convert(batch: np.ndarray) -> np.ndarray:
-        out = np.zeros(len(batch), dtype=table.schema.dtype)
+        out = table.schema.new_records(len(batch))
+        given = {dst.lower() for dst in columns}
         for src, dst in zip(source.names, columns, strict=True):
             out[dst] = coerce(batch[src], table.schema.column(dst), f"INSERT INTO {table.name}")
+            set_null_mask(out, dst, null_mask(batch, src))
+        for col in table.schema.columns:  # a column left out of INSERT INTO t(a, b) is NULL
+            if col.name.lower() not in given:
+                out[col.name] = np.zeros(1, dtype=col.numpy_dtype)[0]
+                set_null_mask(out, col.name, np.ones(len(batch), dtype=bool))
         return out
 
     return convert
@@ -131,6 +137,8 @@ def _update(db, st: UpdateStatement, planner: Planner) -> Outcome:
             values = np.asarray(e.evaluate(batch))
             if values.ndim == 0:
                 values = np.broadcast_to(values, (len(batch),))
+            if (nulls := e.null_mask(batch)) is not None and nulls.any():
+                values = _zero_where(nulls, values, table.schema.column(name))
             coerce(values, table.schema.column(name), f"UPDATE {table.name}")
         return batch
 
@@ -143,15 +151,28 @@ def _update(db, st: UpdateStatement, planner: Planner) -> Outcome:
 
 def new_records(table: Table, batch: np.ndarray, assignments: dict) -> tuple[np.ndarray, np.ndarray]:
     """(record ids, full new records) of an UPDATE over ``batch`` (records + ``_rid``)."""
-    records = np.empty(len(batch), dtype=table.schema.dtype)
-    for name in table.schema.names:
-        records[name] = batch[name]
+    records = table.schema.gather(batch)
+    if records is batch:
+        records = batch.copy()
     for name, e in assignments.items():
         values = np.asarray(e.evaluate(batch))
         if values.ndim == 0:
             values = np.broadcast_to(values, (len(batch),))
+        nulls = e.null_mask(batch)
+        if nulls is not None and nulls.any():
+            values = _zero_where(nulls, values, table.schema.column(name))
+            if not table.schema.column(name).nullable:
+                raise SchemaError(f"UPDATE {table.name}: column {name!r} is NOT NULL; it cannot be set to NULL")
         records[name] = coerce(values, table.schema.column(name), f"UPDATE {table.name}")
+        set_null_mask(records, name, nulls)
     return np.asarray(batch[RID], dtype=np.int64), records
+
+
+def _zero_where(nulls: np.ndarray, values: np.ndarray, column) -> np.ndarray:
+    """``values`` with the zero of ``column``'s layout where ``nulls`` (NULL stores zero bytes)."""
+    if nulls.all():  # e.g. SET c = NULL: the values are placeholders of no particular type
+        return np.zeros(len(values), dtype=column.numpy_dtype)
+    return np.where(nulls, np.zeros(1, values.dtype)[0], values)
 
 
 # -- DELETE -------------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ from minidb.exec.expr import (
     Compare,
     Const,
     Expr,
+    IsNull,
     Not,
     Or,
     conjunction,
@@ -337,6 +338,11 @@ def access_operator(ctx: ExecContext, table: Table, path: AccessPath,
         return HeapScan(ctx, table.heap, predicate=pred, with_rids=with_rids, columns=columns)
     from minidb.exec import index_scan  # the index iterators are only needed for index paths
 
+    if table.schema.column(path.column).nullable:
+        # a NULL key is stored as the zero value, so an index or a keyed file may list it under
+        # 0 (or ''); a range or equality on the key is never TRUE for NULL: filter those rows out
+        pred = conjunction(list(path.rest) + [IsNull(Col(table.schema.column(path.column).name), True)])
+
     low, high = _int_bounds(table, path.column, path.low, path.high)
     if path.method == "clustered_index":
         return index_scan.ClusteredIndexScan(ctx, table.storage, low, high, predicate=pred,
@@ -459,6 +465,8 @@ class Planner:
             inputs.append(op)
             estimates.append(selectivity(ref.table, ref.filters) * ref.table.num_records)
         self.check_hint_followed(followed)
+        if q.outer:
+            return self._left_join(q, inputs)
 
         joined = {0}
         current, cur_est = inputs[0], estimates[0]
@@ -525,6 +533,32 @@ class Planner:
             current = Filter(current, conjunction(residual))
         return current
 
+    def _left_join(self, q: SelectQuery, inputs: list[Operator]) -> Operator:
+        """``refs[0] LEFT JOIN refs[1]``: a hash join built on the right table, probed by the left
+        one, which keeps every left tuple; WHERE terms on the right table filter its result."""
+        edge = q.edges[0]
+        right = q.refs[1]
+        right_est = selectivity(right.table, right.filters) * right.table.num_records
+        build_pages = math.ceil(right_est / tuples_per_page(self.ctx.page_size, inputs[1].schema))
+        fits = build_pages <= self.memory_pages - 1
+        if self.hints.join != "nested_loops" and (fits or self.hints.join):
+            from minidb.exec.join.hash_join import HashJoin
+
+            op = HashJoin(self.ctx, inputs[1], inputs[0], edge.right_col, edge.left_col,
+                          self.memory_pages, outer=True, condition=conjunction(q.join_condition))
+            self.note(op, f"left outer join: build on the right table (est. {right_est:.0f} tuples, "
+                          f"~{build_pages} pages), probe with the left one; a left tuple that "
+                          "matches nothing is padded with NULLs")
+        else:
+            from minidb.exec.join.nested_loops import NestedLoopsJoin
+
+            on = conjunction([edge.predicate()] + list(q.join_condition))
+            op = NestedLoopsJoin(self.ctx, inputs[0], inputs[1], on, self.memory_pages, left_outer=True)
+            why = "hint 'nested_loops'" if self.hints.join == "nested_loops" else \
+                f"the right table, ~{build_pages} pages, would not fit a hash table"
+            self.note(op, f"left outer nested-loops join ({why}); the left table is the outer input")
+        return Filter(op, conjunction(q.residual)) if q.residual else op
+
 
 def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pages: int,
                     note=lambda op, text: op) -> Operator:
@@ -549,12 +583,10 @@ def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pa
 
 
 def divide_averages(op: Operator, averages: list, scalar: bool) -> Operator:
-    """Add each AVG output (sum / count) to ``op``. A scalar aggregate over no rows gives no
-    row when it has an AVG (minidb has no NULLs; see ``minidb.exec.aggregate``)."""
+    """Add each AVG output (sum / count) to ``op``. Over no values the sum is NULL, so the
+    average is NULL too (the division is strict), as in SQL."""
     if not averages:
         return op
-    if scalar:
-        op = Filter(op, Compare(">", Col(averages[0][2]), Const(0)))
     keep = [(n, Col(n)) for n in op.schema.names]
     return Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
 

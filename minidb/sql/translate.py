@@ -12,6 +12,9 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
   AVG and COUNT(*), aliases;
 * ``FROM`` one table or several, joined by equalities: ``JOIN ... ON a.x = b.y`` or a comma list
   with the equalities in ``WHERE``; table aliases;
+* ``a LEFT [OUTER] JOIN b ON a.x = b.y [AND ...]`` (two tables): the first equality is the join
+  key, ON terms on ``b`` alone filter ``b`` before the join, the other ON terms decide which
+  pairs match; WHERE terms on ``b`` apply after the join, so they see its NULL padding;
 * ``WHERE`` comparisons, BETWEEN, AND, OR, NOT, arithmetic;
 * anywhere an expression goes (WHERE, the SELECT list, inside an aggregate as in
   ``SUM(CASE ...)``, UPDATE SET, CREATE TABLE AS, INSERT VALUES), the scalar SQL of
@@ -43,8 +46,10 @@ Numbers: integers are 64-bit; ``+ - *`` and SUM over integers never wrap around 
 beyond int64 raises ``NumericOverflowError``; SUM is exact in between, AVG never overflows); a
 bound on a column is read in the column's type (``minidb.exec.expr.key_range``).
 
-Simplifications: no NULLs (so COUNT(x) = COUNT(*)); an aggregate over no rows is not defined;
-``%`` truncates toward zero like C
+NULL: the literal, ``IS [NOT] NULL``, ``INSERT`` of NULL or with a nullable column left out,
+``UPDATE ... SET c = NULL``; NULL is comparable with anything (the comparison is NULL).
+
+Simplifications: ``%`` truncates toward zero like C
 and DuckDB; ``/`` always gives a float (as in DuckDB), and dividing by zero gives inf or nan
 where SQL would give NULL.
 """
@@ -67,7 +72,19 @@ from minidb.errors import (
     UnknownTableError,
     UnsupportedSQLError,
 )
-from minidb.exec.expr import And, Arith, Between, Col, Compare, Const, Expr, Not, Or
+from minidb.exec.expr import (
+    And,
+    Arith,
+    Between,
+    Col,
+    Compare,
+    Const,
+    Expr,
+    IsNull,
+    Not,
+    Null,
+    Or,
+)
 from minidb.exec.scalar import (
     SUBSTRING_LIMIT,
     Abs,
@@ -83,7 +100,7 @@ from minidb.exec.scalar import (
     like_regex,
     number_type,
 )
-from minidb.storage.schema import Column, Schema, float_column, int_column
+from minidb.storage.schema import Column, Schema, float_column, int_column, set_null_mask
 
 if TYPE_CHECKING:
     from minidb.sql.compound import SubqueryPlan, UnionQuery
@@ -140,6 +157,8 @@ class SelectQuery:
     distinct_aggregates: frozenset[str] = frozenset()  # names of those DISTINCT aggregates
     layout: Schema | None = None  # the visible output columns' layout (for UNION)
     having_text: str = ""  # the HAVING condition as written, for explain()
+    outer: bool = False  # refs[1] is LEFT JOINed to refs[0] on edges[0]
+    join_condition: list[Expr] = field(default_factory=list)  # the rest of a LEFT JOIN's ON
 
     @property
     def names(self) -> list[str]:
@@ -316,6 +335,8 @@ def kind_of(e: Expr, schema: Schema) -> str:
         v = e.value
         return "bool" if isinstance(v, bool) else "char" if isinstance(v, str) else \
             "float" if isinstance(v, float) else "int"
+    if isinstance(e, Null):
+        return "null"
     if isinstance(e, Arith):
         kinds = {kind_of(e.left, schema), kind_of(e.right, schema)}
         return "float" if e.op == "/" or "float" in kinds else "int"
@@ -326,7 +347,7 @@ def kind_of(e: Expr, schema: Schema) -> str:
 
 
 def _is_numeric(kind: str) -> bool:
-    return kind in ("int", "float")
+    return kind in ("int", "float", "null")
 
 
 class _Scope:
@@ -406,6 +427,12 @@ class _ExprBuilder:
             return Const(_literal(node))
         if isinstance(node, exp.Boolean):
             return Const(bool(node.this))
+        if isinstance(node, exp.Null):
+            return Null()
+        if isinstance(node, exp.Is):
+            return self._is_null(node, negated=False)
+        if isinstance(node, exp.Not) and isinstance(_unparen(node.this), exp.Is):
+            return self._is_null(_unparen(node.this), negated=True)
         if isinstance(node, exp.Neg):
             if isinstance(_unparen(node.this), exp.Literal) and not _unparen(node.this).is_string:
                 return Const(_literal(_unparen(node.this), negate=True))  # -9223372036854775808
@@ -574,9 +601,16 @@ class _ExprBuilder:
                               "of range")
         return value.value
 
+    def _is_null(self, node: exp.Is, negated: bool) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise unsupported(f"IS {node.expression.sql()}; only IS [NOT] NULL")
+        return IsNull(self.build(node.this), negated)
+
     # -- checks ---------------------------------------------------------------------------------
     def _comparable(self, left: Expr, right: Expr, node: exp.Expression) -> None:
         a, b = self.kind(left), self.kind(right)
+        if "null" in (a, b):
+            return  # NULL compares with anything (and the answer is NULL)
         if "bool" in (a, b):
             raise SchemaError(f"cannot compare a condition in {node.sql()}")
         if _is_numeric(a) != _is_numeric(b):
@@ -627,8 +661,6 @@ def construct_name(node: exp.Expression) -> str:
     table = [
         ((exp.Subquery, exp.Select, exp.Exists), "subqueries"),
         ((exp.If,), "IF(); write CASE WHEN ... THEN ... ELSE ... END"),
-        ((exp.Null,), "NULL"),
-        ((exp.Is,), "IS [NOT] NULL"),
         ((exp.Window,), "window functions"),
         ((exp.TryCast,), "TRY_CAST (it yields NULL); use CAST"),
         ((exp.Distinct,), "DISTINCT"),
@@ -748,8 +780,16 @@ class _Select:
             raise unsupported("SELECT without FROM")
         refs = [_table_ref(self.catalog, from_.this)]
         on_terms: list[exp.Expression] = []
-        for join in tree.args.get("joins") or []:
-            on_terms += self._join(join)
+        outer_on: list[exp.Expression] | None = None  # the ON terms of a LEFT JOIN
+        joins = tree.args.get("joins") or []
+        for join in joins:
+            terms = self._join(join)
+            if (join.args.get("side") or "").upper() == "LEFT":
+                if len(joins) != 1:
+                    raise unsupported("LEFT JOIN with more than two tables")
+                outer_on = terms
+            else:
+                on_terms += terms
             refs.append(_table_ref(self.catalog, join.this))
         scope = self.scope = _Scope(refs)
         row = _ExprBuilder(scope.schema, self._row_column)
@@ -763,6 +803,10 @@ class _Select:
                 raise MinidbError(f"aggregate in WHERE ({term.sql()}); put conditions on "
                                   "aggregates in HAVING")
             used = scope.refs_of(term)
+            if outer_on is not None and used - {0}:
+                # a WHERE term on the LEFT JOIN's right table sees its NULL padding: after the join
+                residual.append(row.condition(term))
+                continue
             if len(used) <= 1:
                 i = used.pop() if used else 0
                 base = _ExprBuilder(refs[i].table.schema,
@@ -774,6 +818,10 @@ class _Select:
                 edges.append(edge)
             else:
                 residual.append(row.condition(term))
+
+        join_condition: list[Expr] = []
+        if outer_on is not None:
+            edges, join_condition = self._left_join_on(outer_on, row)
 
         # GROUP BY and aggregates
         select_items = list(tree.expressions)
@@ -847,7 +895,7 @@ class _Select:
             limit = int(value.this)
 
         needed: set[str] = set()
-        for term in residual:
+        for term in residual + join_condition:
             needed |= term.columns()
         for e in edges:
             needed |= {e.left_col, e.right_col}
@@ -865,17 +913,20 @@ class _Select:
                            distinct=distinct is not None, having=having,
                            distinct_argument=self.distinct_argument,
                            distinct_aggregates=frozenset(self.distinct_names), layout=layout,
-                           having_text=having_node.sql(dialect="duckdb") if having_node else "")
+                           having_text=having_node.sql(dialect="duckdb") if having_node else "",
+                           outer=outer_on is not None, join_condition=join_condition)
 
     # -- FROM ... JOIN ----------------------------------------------------------------------------
     def _join(self, join: exp.Join) -> list[exp.Expression]:
         side = (join.args.get("side") or "").upper()
         kind = (join.args.get("kind") or "").upper()
         method = (join.args.get("method") or "").upper()
-        if side:
-            raise unsupported(f"{side} OUTER JOIN; only inner equi-joins")
-        if kind in ("OUTER", "FULL", "SEMI", "ANTI", "ASOF", "POSITIONAL"):
-            raise unsupported(f"{kind} JOIN; only inner equi-joins")
+        if side and side != "LEFT":
+            raise unsupported(f"{side} OUTER JOIN; only inner equi-joins and LEFT JOIN")
+        if kind in ("FULL", "SEMI", "ANTI", "ASOF", "POSITIONAL") or (kind == "OUTER" and not side):
+            raise unsupported(f"{kind} JOIN; only inner equi-joins and LEFT JOIN")
+        if side and join.args.get("on") is None:
+            raise unsupported("LEFT JOIN without ON; write LEFT JOIN t ON a.x = t.y")
         if method:
             raise unsupported(f"{method} JOIN")
         if join.args.get("using"):
@@ -883,6 +934,28 @@ class _Select:
         _check_args(join, {"this", "on", "side", "kind", "method"}, {}, "JOIN")
         on = join.args.get("on")
         return _conjuncts(on) if on is not None else []
+
+    def _left_join_on(self, terms: list[exp.Expression], row: _ExprBuilder) -> tuple[list[JoinEdge], list[Expr]]:
+        """A LEFT JOIN's ON clause: its first equality of the two tables is the join key, terms on
+        the right table alone filter that table before the join, and every other term is a
+        condition a pair must meet to match (a left row that meets none is padded with NULLs)."""
+        edge: JoinEdge | None = None
+        condition: list[Expr] = []
+        for term in terms:
+            used = self.scope.refs_of(term)
+            if used == {1}:
+                base = _ExprBuilder(self.scope.refs[1].table.schema,
+                                    lambda c: Col(self.scope.resolve(c)[1]))
+                self.scope.refs[1].filters.append(base.condition(term))
+                continue
+            found = self._edge(_unparen(term), row) if edge is None and used == {0, 1} else None
+            if found is not None:
+                edge = found if found.left == 0 else JoinEdge(0, 1, found.right_col, found.left_col)
+            else:
+                condition.append(row.condition(term))
+        if edge is None:
+            raise unsupported("LEFT JOIN whose ON has no equality of the two tables' columns")
+        return [edge], condition
 
     def _edge(self, term: exp.Expression, row: _ExprBuilder) -> JoinEdge | None:
         if not isinstance(term, exp.EQ):
@@ -1088,10 +1161,14 @@ def _insert(catalog: Catalog, tree: exp.Insert) -> InsertStatement:
         columns = table.schema.names
     else:
         columns = [table.schema.column(c.name, f"table {table.name!r}").name for c in columns_node]
-        if sorted(c.lower() for c in columns) != sorted(n.lower() for n in table.schema.names):
+        if len({c.lower() for c in columns}) != len(columns):
+            raise SchemaError(f"INSERT INTO {table.name} names a column twice")
+        given = {c.lower() for c in columns}
+        missing = [c.name for c in table.schema.columns if c.name.lower() not in given and not c.nullable]
+        if missing:
             raise SchemaError(
-                f"INSERT INTO {table.name} must give a value for every column, each once "
-                f"({', '.join(table.schema.names)}); minidb has no NULLs or defaults"
+                f"INSERT INTO {table.name} must give a value for the NOT NULL column(s) "
+                f"{', '.join(missing)}; only nullable columns may be left out (they become NULL)"
             )
     source = tree.expression
     if isinstance(source, exp.Values):
@@ -1124,9 +1201,20 @@ def _values(table: Table, columns: list[str], node: exp.Values) -> np.ndarray:
             )
         rows.append([consts.build(i) for i in items])
     dummy = np.zeros(1, dtype=[("_dummy", "<i4")])
-    records = np.zeros(len(rows), dtype=table.schema.dtype)
+    records = table.schema.new_records(len(rows))
+    for col in table.schema.columns:  # a nullable column left out of the list is NULL
+        if col.name not in columns:
+            set_null_mask(records, col.name, np.ones(len(rows), dtype=bool))
     for j, col in enumerate(columns):
         exprs = [r[j] for r in rows]
+        nulls = np.array([isinstance(e, Null) for e in exprs], dtype=bool)
+        if nulls.any():
+            if not table.schema.column(col).nullable:
+                raise SchemaError(f"INSERT INTO {table.name}: column {col!r} is NOT NULL; give it a value")
+            set_null_mask(records, col, nulls)
+            exprs = [e for e in exprs if not isinstance(e, Null)]
+            if not exprs:
+                continue
         kinds = {consts.kind(e) for e in exprs}
         if "bool" in kinds:
             raise SchemaError(f"INSERT INTO {table.name}: a value of {col!r} is a condition")
@@ -1137,7 +1225,8 @@ def _values(table: Table, columns: list[str], node: exp.Values) -> np.ndarray:
             array = np.array([v.encode() if isinstance(v, str) else bytes(v) for v in values], dtype=object)
         else:
             array = np.array(values)
-        records[col] = coerce(array, table.schema.column(col), f"INSERT INTO {table.name}")
+        converted = coerce(array, table.schema.column(col), f"INSERT INTO {table.name}")
+        records[col][~nulls] = converted
     return records
 
 
@@ -1202,7 +1291,9 @@ def _update(catalog: Catalog, tree: exp.Update) -> UpdateStatement:
         k = builder.kind(e)
         if k == "bool":
             raise unsupported(f"assigning a condition, {a.sql()}")
-        if (k == "char") != (col.kind == "char"):
+        if k == "null" and not col.nullable:
+            raise SchemaError(f"UPDATE {ref.table.name}: column {col.name!r} is NOT NULL; it cannot be set to NULL")
+        if k != "null" and (k == "char") != (col.kind == "char"):
             raise SchemaError(f"UPDATE {ref.table.name}: column {col.name!r} stores "
                               f"{'text' if col.kind == 'char' else col.kind}, {a.expression.sql()} is "
                               f"{'text' if k == 'char' else 'a number'}")

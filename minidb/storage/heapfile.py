@@ -129,10 +129,12 @@ class HeapFile:
         if keep is None:
             keep = self.num_pages <= self.buffer.num_frames // 2
         step = self.cluster_pages()
+        projected = None if columns is None or not self.schema.has_nulls else self.schema.project(columns)
         for first in range(first_page, last_page + 1, step):
             n = min(step, last_page + 1 - first)
             pages = self.buffer.read_run(self.file, first, n, keep=keep)
-            yield self.format.unpack(pages, first, where, columns)
+            records, rids = self.format.unpack(pages, first, where, columns)
+            yield (records if projected is None else projected.gather(records)), rids
 
     def fetch(self, rids: np.ndarray, order: str = "sorted") -> np.ndarray:
         """The records with these ids, returned in the order given.

@@ -31,6 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from minidb.errors import CorruptPageError, PageSizeError, SchemaError
+from minidb.storage.schema import NULLS
 
 HEADER_SIZE = 16
 MIN_PAGE_SIZE = 2 * 1024
@@ -211,15 +212,20 @@ class HeapPageFormat:
         if where is not None:
             # only the stored tuples: the zeros of a free slot must not fail a CAST or an ABS
             live = keep.reshape(slots.shape)
-            inputs = _Columns({c: slots[c][live] for c in where.columns()}, int(keep.sum()))
+            if NULLS in self.record_dtype.names:  # the predicate needs the null bitmap too
+                inputs = slots[live]
+            else:
+                inputs = _Columns({c: slots[c][live] for c in where.columns()}, int(keep.sum()))
             mask = np.asarray(where.evaluate(inputs))
             if mask.dtype != np.bool_:
                 raise SchemaError(f"the condition {where} is not true/false valued")
+            if hasattr(where, "null_mask") and (unknown := where.null_mask(inputs)) is not None:
+                mask = mask & ~unknown  # a predicate that is NULL (unknown) does not qualify a tuple
             keep[np.flatnonzero(keep)] = mask
         chosen = np.flatnonzero(keep)
         page_idx, slot_idx = chosen // cap, chosen % cap
-        if columns is None:
-            records = slots[page_idx, slot_idx]
+        if columns is None or NULLS in self.record_dtype.names:
+            records = slots[page_idx, slot_idx]  # whole records: the bitmap is per record
         else:
             records = np.empty(len(chosen), dtype=[(c, self.record_dtype[c]) for c in columns])
             for c in columns:

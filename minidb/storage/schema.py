@@ -16,13 +16,29 @@ Arrow is the exchange format with the outside world (generators, Parquet files, 
 ``char(n)`` column travels as an Arrow string whose field metadata carries ``minidb.width = n``;
 without it the width is the longest value in the data.
 
-Simplification: no NULLs. Every field of every tuple has a value, as in the papers' relations.
+NULLs. A column is ``nullable`` or NOT NULL. A layout with at least one nullable column ends
+each record with a hidden *null bitmap* field, ``__nulls``, like the null bitmap of a PostgreSQL
+heap tuple (``t_bits``): one bit per column of the record, in column order (bit ``i`` of byte
+``i // 8`` is column ``i``), set when that field is NULL; the value bytes of a NULL field are
+zero. As in PostgreSQL the bitmap has a bit for every column, not only the nullable ones, so a
+batch describes itself: a column's bit is its position in the batch's ``dtype``, and every
+operator that moves whole records (exchange, sort runs, spills, stores) carries NULLs unchanged.
+A layout whose columns are all NOT NULL has no bitmap, so a Wisconsin tuple stays 208 bytes.
+The API, used everywhere NULLs are read or written:
+
+    null_mask(batch, column)          bool array (True = NULL) or None when no NULL is possible
+    set_null_mask(batch, column, m)   mark rows NULL (and zero their value bytes)
+    Schema.new_records(n)             n records with an all-zero (no NULL) bitmap
+    Schema.gather(batch)              the columns of this layout, with their bits, from a batch
+
+Arrow fields carry nullability (``nullable=True`` is Arrow's default, so a user's table gets
+nullable columns; minidb's generators declare NOT NULL fields).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +47,7 @@ import pyarrow.compute as pc
 from minidb.errors import SchemaError, UnknownColumnError
 
 WIDTH_KEY = b"minidb.width"
+NULLS = "__nulls"  # the hidden null-bitmap field at the end of a record with nullable columns
 
 _INT_KINDS = {"int8": 1, "int16": 2, "int32": 4, "int64": 8}
 _ARROW_OF_KIND = {
@@ -44,11 +61,15 @@ _ARROW_OF_KIND = {
 
 @dataclass(frozen=True)
 class Column:
-    """One field of a record: a name, a kind and its width in bytes."""
+    """One field of a record: a name, a kind, its width in bytes and whether it may be NULL."""
 
     name: str
     kind: str
     width: int
+    nullable: bool = False
+
+    def with_nullable(self, nullable: bool) -> Column:
+        return self if self.nullable == nullable else replace(self, nullable=nullable)
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -68,10 +89,11 @@ class Column:
 
     def arrow_field(self) -> pa.Field:
         metadata = {WIDTH_KEY: str(self.width).encode()} if self.kind == "char" else None
-        return pa.field(self.name, self.arrow_type, nullable=False, metadata=metadata)
+        return pa.field(self.name, self.arrow_type, nullable=self.nullable, metadata=metadata)
 
     def __str__(self) -> str:
-        return f"{self.name} char({self.width})" if self.kind == "char" else f"{self.name} {self.kind}"
+        text = f"{self.name} char({self.width})" if self.kind == "char" else f"{self.name} {self.kind}"
+        return text + (" null" if self.nullable else "")
 
 
 def int_column(name: str, kind: str = "int32") -> Column:
@@ -101,8 +123,13 @@ class Schema:
             raise SchemaError("a relation needs at least one column")
         if len(set(n.lower() for n in names)) != len(names):
             raise SchemaError(f"duplicate column names in {names}")
+        if NULLS in names:
+            raise SchemaError(f"{NULLS!r} is reserved for the null bitmap; rename that column")
         self.columns: tuple[Column, ...] = tuple(columns)
-        self.dtype = np.dtype([(c.name, c.numpy_dtype) for c in columns])  # packed, no padding
+        fields = [(c.name, c.numpy_dtype) for c in columns]
+        if any(c.nullable for c in columns):
+            fields.append((NULLS, np.uint8, (bitmap_bytes(len(columns)),)))
+        self.dtype = np.dtype(fields)  # packed, no padding
         self._by_lower = {c.name.lower(): c for c in columns}
 
     # -- lookups ------------------------------------------------------------------------------
@@ -112,8 +139,38 @@ class Schema:
 
     @property
     def record_width(self) -> int:
-        """Bytes per record (208 for a Wisconsin tuple)."""
+        """Bytes per record (208 for a Wisconsin tuple), null bitmap included."""
         return self.dtype.itemsize
+
+    @property
+    def has_nulls(self) -> bool:
+        """Whether records of this layout carry a null bitmap (some column is nullable)."""
+        return NULLS in self.dtype.names
+
+    def null_mask(self, batch: np.ndarray, column: str) -> np.ndarray | None:
+        """Which rows of ``batch`` hold NULL in ``column`` (None: no NULL there)."""
+        return null_mask(batch, self.column(column).name)
+
+    def new_records(self, n: int) -> np.ndarray:
+        """``n`` uninitialised records of this layout whose null bitmap says "no NULLs"."""
+        return np.zeros(n, dtype=self.dtype) if self.has_nulls else np.empty(n, dtype=self.dtype)
+
+    def gather(self, batch: np.ndarray) -> np.ndarray:
+        """This layout's columns (values and NULL bits) taken by name from ``batch``."""
+        if batch.dtype == self.dtype:
+            return batch
+        out = self.new_records(len(batch))
+        for c in self.columns:
+            out[c.name] = batch[c.name]
+            if self.has_nulls and (mask := null_mask(batch, c.name)) is not None:
+                set_null_mask(out, c.name, mask)
+        return out
+
+    def nullable(self, names: Iterable[str] | None = None) -> Schema:
+        """The same layout with ``names`` (default: every column) made nullable."""
+        wanted = None if names is None else {n.lower() for n in names}
+        return Schema([c.with_nullable(c.nullable or wanted is None or c.name.lower() in wanted)
+                       for c in self.columns])
 
     def column(self, name: str, table: str = "relation") -> Column:
         """The column called ``name`` (case-insensitive), or a one-line error listing columns."""
@@ -151,21 +208,22 @@ class Schema:
                 if WIDTH_KEY in meta:
                     width = int(meta[WIDTH_KEY])
                 elif table is not None and table.num_rows:
-                    width = max(1, int(pc.max(pc.binary_length(table[field.name])).as_py()))
+                    width = max(1, pc.max(pc.binary_length(table[field.name])).as_py() or 0)
                 else:
                     width = 1
-                columns.append(char_column(field.name, width))
+                column = char_column(field.name, width)
             elif pa.types.is_integer(t) and t.bit_width <= 64 and not pa.types.is_unsigned_integer(t):
-                columns.append(int_column(field.name, f"int{t.bit_width}"))
+                column = int_column(field.name, f"int{t.bit_width}")
             elif pa.types.is_unsigned_integer(t) and t.bit_width <= 32:
-                columns.append(int_column(field.name, f"int{t.bit_width * 2}"))
+                column = int_column(field.name, f"int{t.bit_width * 2}")
             elif pa.types.is_floating(t):
-                columns.append(float_column(field.name))
+                column = float_column(field.name)
             else:
                 raise SchemaError(
                     f"column {field.name!r} has type {t}, which minidb cannot store; "
                     "use integers, floats or strings"
                 )
+            columns.append(column.with_nullable(field.nullable))
         return cls(columns)
 
     def arrow_schema(self) -> pa.Schema:
@@ -173,22 +231,116 @@ class Schema:
 
     def records_from_arrow(self, table: pa.Table | pa.RecordBatch, what: str = "data") -> np.ndarray:
         """Turn Arrow data into a structured array in this layout, checking types and widths."""
-        out = np.empty(table.num_rows, dtype=self.dtype)
+        out = self.new_records(table.num_rows)
         for col in self.columns:
             if col.name not in table.column_names:
                 raise SchemaError(f"{what} has no column {col.name!r}; expected {self.names}")
             values = table[col.name]
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
+            nulls = None
             if values.null_count:
-                raise SchemaError(f"{what}: column {col.name!r} contains NULLs, which minidb does not store")
+                if not col.nullable:
+                    raise SchemaError(f"{what}: column {col.name!r} is NOT NULL but the data has NULLs")
+                nulls = values.is_null().to_numpy(zero_copy_only=False)
+                values = _fill_nulls(values, col)
             out[col.name] = _to_numpy(values, col, what)
+            if nulls is not None:
+                set_null_mask(out, col.name, nulls)
         return out
 
     def arrow_from_records(self, records: np.ndarray) -> pa.Table:
-        """Turn a structured array in this layout into an Arrow table."""
-        arrays = [_to_arrow(np.ascontiguousarray(records[c.name]), c) for c in self.columns]
+        """Turn a structured array in this layout into an Arrow table (NULL bits become nulls)."""
+        arrays = []
+        for c in self.columns:
+            array = _to_arrow(np.ascontiguousarray(records[c.name]), c)
+            mask = null_mask(records, c.name)
+            if mask is not None:
+                array = pc.if_else(pa.array(mask), pa.scalar(None, type=array.type), array)
+            arrays.append(array)
         return pa.Table.from_arrays(arrays, schema=self.arrow_schema())
+
+
+def bitmap_bytes(columns: int) -> int:
+    """Bytes of null bitmap for a record of ``columns`` columns: one bit each, rounded up."""
+    return (columns + 7) // 8
+
+
+def _bit_of(dtype: np.dtype, column: str) -> int | None:
+    """The bitmap position of ``column`` in records of ``dtype`` (None: past the bitmap)."""
+    names = [n for n in dtype.names if n != NULLS]
+    position = names.index(column)
+    return position if position < dtype[NULLS].shape[0] * 8 else None
+
+
+def null_mask(batch: np.ndarray, column: str) -> np.ndarray | None:
+    """True where ``column`` of ``batch`` is NULL; None when the batch holds no NULL there."""
+    names = batch.dtype.names
+    if not names or NULLS not in names:
+        return None
+    bit = _bit_of(batch.dtype, column)
+    if bit is None:
+        return None
+    mask = (batch[NULLS][:, bit >> 3] & np.uint8(1 << (bit & 7))) != 0
+    return mask if mask.any() else None
+
+
+def set_null_mask(batch: np.ndarray, column: str, mask: np.ndarray | None) -> None:
+    """Mark the rows of ``batch`` where ``mask`` is True as NULL in ``column`` (others: not NULL).
+
+    The value bytes of a NULL field are set to zero, so equal records stay byte-equal.
+    """
+    bit = _bit_of(batch.dtype, column) if NULLS in (batch.dtype.names or ()) else None
+    if bit is None:
+        if mask is not None and np.any(mask):
+            raise SchemaError(f"column {column!r} is NOT NULL; it cannot hold NULL")
+        return
+    flag = np.uint8(1 << (bit & 7))
+    bits = batch[NULLS]
+    if mask is None:
+        bits[:, bit >> 3] &= ~flag
+        return
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), (len(batch),))
+    bits[:, bit >> 3] = np.where(mask, bits[:, bit >> 3] | flag, bits[:, bit >> 3] & ~flag)
+    if mask.any():
+        batch[column][mask] = np.zeros(1, dtype=batch.dtype[column])[0]
+
+
+def glue_records(parts: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """Row i of every part side by side, as records of ``dtype`` (the parts' columns in order).
+
+    The value bytes are copied as blocks (no per-column loop); the null bitmaps of the parts, if
+    any, are merged into the bitmap of the result.
+    """
+    n = len(parts[0])
+    nulls = NULLS in dtype.names
+    out = np.zeros(n, dtype=dtype) if nulls else np.empty(n, dtype=dtype)
+    raw = out.view(np.uint8).reshape(n, dtype.itemsize)
+    pos = 0
+    bits = []
+    for part in parts:
+        part = np.ascontiguousarray(part)
+        has_bitmap = NULLS in part.dtype.names
+        width = part.dtype.itemsize - (part.dtype[NULLS].itemsize if has_bitmap else 0)
+        raw[:, pos : pos + width] = part.view(np.uint8).reshape(n, part.dtype.itemsize)[:, :width]
+        pos += width
+        if nulls:
+            columns = len(part.dtype.names) - has_bitmap
+            if has_bitmap:
+                bits.append(np.unpackbits(part[NULLS], axis=1, bitorder="little")[:, :columns])
+            else:
+                bits.append(np.zeros((n, columns), dtype=np.uint8))
+    if nulls:
+        out[NULLS] = np.packbits(np.concatenate(bits, axis=1), axis=1, bitorder="little")
+    return out
+
+
+def _fill_nulls(values: pa.Array, col: Column) -> pa.Array:
+    """``values`` with every null replaced by the zero of its type (the bytes stored for NULL)."""
+    if pa.types.is_null(values.type):
+        return pa.array([0 if col.is_numeric else ""] * len(values), type=col.arrow_type)
+    zero = "" if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else 0
+    return pc.fill_null(values, pa.scalar(zero).cast(values.type))
 
 
 def _to_numpy(values: pa.Array, col: Column, what: str) -> np.ndarray:

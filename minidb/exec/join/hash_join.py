@@ -25,6 +25,14 @@ so the result is the same; the price is one extra pass over the probe input per 
 ``build_tuples``, ``build_pages``, ``probe_tuples``, ``matches``, ``overflow_passes``,
 ``spill_pages_written``.
 
+LEFT OUTER JOIN (``outer=True``): the probe input is the preserved (left) side; a probe tuple
+with no match, or whose matches all fail ``condition`` (the rest of the ON clause, evaluated on
+the joined tuple), comes out once, followed by a build tuple of NULLs (after the last pass when
+the build input overflowed). Counter: ``padded``.
+
+NULL join keys match nothing (a NULL = NULL comparison is not TRUE): they are left out of the
+hash table and find no match when probing.
+
 Simplification: Gamma resolves an overflow differently, by spooling part of the building relation
 with a second hash function and handing that function to the producers of the probing relation
 (Section 6.2.2); this multi-pass fallback only keeps answers right when an estimate is wrong.
@@ -37,9 +45,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from minidb.errors import SchemaError
+from minidb.exec.expr import Expr, is_true
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.join.nested_loops import concat_rows, joined_schema
 from minidb.exec.store import SpoolWriter, tuples_per_page
+from minidb.storage.schema import NULLS, null_mask
 
 MIN_PAGES = 1
 
@@ -50,8 +60,10 @@ class HashJoin(Operator):
     kind = "hash_join"
 
     def __init__(self, ctx: ExecContext, build: Operator, probe: Operator, build_key: str,
-                 probe_key: str, memory_pages: int):
+                 probe_key: str, memory_pages: int, outer: bool = False,
+                 condition: Expr | None = None):
         super().__init__(build, probe, memory_pages=memory_pages)
+        self.outer, self.condition = outer, condition
         self.ctx = ctx
         build_col = build.schema.column(build_key, "the build input")
         probe_col = probe.schema.column(probe_key, "the probe input")
@@ -60,7 +72,11 @@ class HashJoin(Operator):
                 f"hash join compares {probe_col} with {build_col}: text can only be joined with text"
             )
         self.build_key, self.probe_key = build_col.name, probe_col.name
-        self.schema = joined_schema(probe.schema, build.schema, "hash join")
+        padded = build.schema.nullable() if outer else build.schema  # NULLs pad unmatched rows
+        self.schema = joined_schema(probe.schema, padded, "hash join")
+        self._padding = padded.new_records(1)
+        if outer:
+            self._padding[NULLS] = 0xFF  # every build column NULL
         self._table: np.ndarray | None = None
         self._keys: np.ndarray | None = None
         self._output: Iterator[np.ndarray] | None = None
@@ -68,13 +84,15 @@ class HashJoin(Operator):
     def _open(self) -> None:
         memory = self.require_memory(MIN_PAGES)
         super()._open()
-        for key in ("build_tuples", "build_pages", "probe_tuples", "matches", "overflow_passes"):
+        counters = ("build_tuples", "build_pages", "probe_tuples", "matches", "overflow_passes")
+        for key in counters + (("padded",) if self.outer else ()):
             self.stats.extra.setdefault(key, 0)
         build = self.children[0]
         capacity = tuples_per_page(self.ctx.page_size, build.schema)
         self._limit = memory * capacity
         parts, rows = [], 0
         self._overflow: SpoolWriter | None = None
+        self._matched: list[np.ndarray] = []  # LEFT JOIN with overflow: matches, in spool order
         while (batch := self._pull(build)) is not None:
             room = max(0, self._limit - rows)
             if room:
@@ -91,6 +109,8 @@ class HashJoin(Operator):
 
     def _load(self, table: np.ndarray) -> None:
         """Make ``table`` the hash table (here: sorted on the build key)."""
+        if (nulls := null_mask(table, self.build_key)) is not None:
+            table = table[~nulls]  # a NULL key equals nothing, not even another NULL
         order = np.argsort(table[self.build_key], kind="stable")
         self._table = table[order]
         self._keys = self._table[self.build_key]
@@ -106,7 +126,9 @@ class HashJoin(Operator):
         super()._close()
 
     def describe(self) -> str:
-        return f"HashJoin({self.probe_key} = {self.build_key}; {self.memory_pages} pages)"
+        how = "LEFT OUTER " if self.outer else ""
+        extra = f" AND {self.condition}" if self.condition is not None else ""
+        return f"{how}HashJoin({self.probe_key} = {self.build_key}{extra}; {self.memory_pages} pages)"
 
     def _run(self) -> Iterator[np.ndarray]:
         probe = self.children[1]
@@ -117,21 +139,41 @@ class HashJoin(Operator):
             self.stats.add("probe_tuples", len(batch))
             if spooled is not None:
                 spooled.write(batch)
-            yield from self._probe(batch)
+            matched = np.zeros(len(batch), dtype=bool)
+            yield from self._probe(batch, matched)
+            if self.outer and spooled is None and not matched.all():
+                yield self._pad(batch[~matched])
+            elif self.outer:
+                self._matched.append(matched)
         if self._overflow is None:
             return
         build_file, probe_file = self._overflow.close(), spooled.close()
         self.stats.add("spill_pages_written", build_file.num_pages + probe_file.num_pages)
+        # a LEFT JOIN remembers, for every probe tuple in spool order, whether any pass matched it
+        matched = np.concatenate(self._matched) if self._matched else np.zeros(0, dtype=bool)
         try:
             loads = self._memory_loads(build_file)
             for table in loads:
                 self.stats.add("overflow_passes")
                 self._load(table)
+                yield from self._probe_spooled(probe_file, matched)
+            if self.outer:
+                at = 0
                 for batch, _ in probe_file.scan(keep=False):
-                    yield from self._probe(batch)
+                    mine, at = matched[at : at + len(batch)], at + len(batch)
+                    if not mine.all():
+                        yield self._pad(batch[~mine])
         finally:
             self.ctx.drop_temp(build_file)
             self.ctx.drop_temp(probe_file)
+
+    def _probe_spooled(self, probe_file, matched: np.ndarray) -> Iterator[np.ndarray]:
+        """One more pass of the spooled probe tuples against the hash table now in memory."""
+        at = 0
+        for batch, _ in probe_file.scan(keep=False):
+            mine = matched[at : at + len(batch)] if self.outer else np.zeros(len(batch), dtype=bool)
+            at += len(batch)
+            yield from self._probe(batch, mine)  # ``mine`` is a view: matches are recorded in place
 
     def _memory_loads(self, heap) -> Iterator[np.ndarray]:
         """The spooled build tuples, ``memory_pages`` pages at a time."""
@@ -146,18 +188,20 @@ class HashJoin(Operator):
         if rows:
             yield np.concatenate(held)
 
-    def _probe(self, batch: np.ndarray) -> Iterator[np.ndarray]:
-        """The joined tuples of one probe batch against the hash table now in memory."""
+    def _probe(self, batch: np.ndarray, matched: np.ndarray) -> Iterator[np.ndarray]:
+        """The joined tuples of one probe batch against the hash table now in memory; sets
+        ``matched`` for the probe tuples that found a partner."""
         if not len(self._keys):
             return
         keys = batch[self.probe_key]
         low = np.searchsorted(self._keys, keys, side="left")
         high = np.searchsorted(self._keys, keys, side="right")
         counts = high - low
+        if (nulls := null_mask(batch, self.probe_key)) is not None:
+            counts[nulls] = 0
         total = int(counts.sum())
         if not total:
             return
-        self.stats.add("matches", total)
         probe_idx = np.repeat(np.arange(len(batch)), counts)
         # position of each match inside its probe tuple's run of equal build keys
         offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -165,4 +209,17 @@ class HashJoin(Operator):
         step = self.ctx.batch_rows
         for start in range(0, total, step):
             sl = slice(start, start + step)
-            yield concat_rows(batch[probe_idx[sl]], self._table[build_idx[sl]], self.schema.dtype)
+            pairs = concat_rows(batch[probe_idx[sl]], self._table[build_idx[sl]], self.schema.dtype)
+            if self.condition is not None:
+                keep = is_true(self.condition, pairs)
+                pairs, matched[probe_idx[sl][keep]] = pairs[keep], True
+            else:
+                matched[probe_idx[sl]] = True
+            self.stats.add("matches", len(pairs))
+            if len(pairs):
+                yield pairs
+
+    def _pad(self, rows: np.ndarray) -> np.ndarray:
+        """Unmatched probe tuples of a LEFT JOIN, each followed by a build tuple of NULLs."""
+        self.stats.add("padded", len(rows))
+        return concat_rows(rows, np.repeat(self._padding, len(rows)), self.schema.dtype)

@@ -23,6 +23,10 @@ columns it reads, and full output tuples are built only for the pairs that quali
 The output is the outer tuple followed by the inner tuple. Column names of the two inputs must be
 different (the SQL layer qualifies them first); a shared name is a ``SchemaError``.
 
+LEFT OUTER JOIN (``outer=True``): the outer input is the preserved side; an outer tuple that no
+inner tuple matches comes out once, after its block has met the whole inner file, followed by
+an inner tuple of NULLs (counter ``padded``).
+
 Simplifications: the inner file is read in the scan's clusters (several pages per transfer)
 rather than one page at a time, which changes the number of disk requests but not the number of
 pages read; a join without a predicate is the cross product.
@@ -40,7 +44,7 @@ from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.scan import apply_predicate
 from minidb.exec.store import SpoolWriter, tuples_per_page
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Schema
+from minidb.storage.schema import NULLS, Schema, glue_records, null_mask, set_null_mask
 
 MIN_PAGES = 3
 
@@ -57,14 +61,9 @@ def joined_schema(left: Schema, right: Schema, what: str) -> Schema:
 
 
 def concat_rows(left: np.ndarray, right: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Glue row i of ``left`` to row i of ``right`` (two byte copies, any number of columns)."""
-    n = len(left)
-    lw, rw = left.dtype.itemsize, right.dtype.itemsize
-    out = np.empty(n, dtype=dtype)
-    raw = out.view(np.uint8).reshape(n, lw + rw)
-    raw[:, :lw] = np.ascontiguousarray(left).view(np.uint8).reshape(n, lw)
-    raw[:, lw:] = np.ascontiguousarray(right).view(np.uint8).reshape(n, rw)
-    return out
+    """Glue row i of ``left`` to row i of ``right`` (two byte copies, any number of columns;
+    the null bitmaps of the two sides, if any, are merged)."""
+    return glue_records([left, right], dtype)
 
 
 class NestedLoopsJoin(Operator):
@@ -73,25 +72,30 @@ class NestedLoopsJoin(Operator):
     kind = "nested_loops_join"
 
     def __init__(self, ctx: ExecContext, outer: Operator, inner: Operator, predicate: Expr | None,
-                 memory_pages: int):
+                 memory_pages: int, left_outer: bool = False):
         super().__init__(outer, inner, memory_pages=memory_pages)
         self.ctx = ctx
         self.predicate = predicate
-        self.schema = joined_schema(outer.schema, inner.schema, "nested-loops join")
+        self.left_outer = left_outer
+        padded = inner.schema.nullable() if left_outer else inner.schema
+        self.schema = joined_schema(outer.schema, padded, "nested-loops join")
+        self._padding = padded.new_records(1)
+        if left_outer:
+            self._padding[NULLS] = 0xFF  # every inner column NULL
         self._outer_names = outer.schema.names
         self._inner_names = inner.schema.names
-        self._probe_dtype = None
+        self._probe_schema = None
         if predicate is not None:
             wanted = {self.schema.column(c).name for c in predicate.columns()}
-            self._probe_dtype = np.dtype([(c.name, c.numpy_dtype) for c in self.schema.columns
-                                          if c.name in wanted])
+            self._probe_schema = Schema([c for c in self.schema.columns if c.name in wanted])
         self._inner_heap: HeapFile | None = None
         self._output: Iterator[np.ndarray] | None = None
 
     def _open(self) -> None:
         memory = self.require_memory(MIN_PAGES)
         super()._open()
-        for key in ("outer_blocks", "inner_scans", "inner_pages_written", "inner_pages_read", "pairs"):
+        for key in ("outer_blocks", "inner_scans", "inner_pages_written", "inner_pages_read", "pairs") \
+                + (("padded",) if self.left_outer else ()):
             self.stats.extra.setdefault(key, 0)
         outer, inner = self.children
         # materialize the inner input once so that it can be scanned once per outer block
@@ -118,11 +122,12 @@ class NestedLoopsJoin(Operator):
 
     def describe(self) -> str:
         on = f" on {self.predicate}" if self.predicate is not None else " (cross product)"
-        return f"NestedLoopsJoin{on}; {self.memory_pages} pages"
+        how = "LEFT OUTER " if self.left_outer else ""
+        return f"{how}NestedLoopsJoin{on}; {self.memory_pages} pages"
 
     # -- the loops -------------------------------------------------------------------------------
     def _run(self) -> Iterator[np.ndarray]:
-        if self._inner_heap.num_records == 0:
+        if self._inner_heap.num_records == 0 and not self.left_outer:
             return  # nothing can match; the outer input need not be read
         outer = self.children[0]
         held: list[np.ndarray] = []
@@ -147,25 +152,33 @@ class NestedLoopsJoin(Operator):
         self.stats.add("outer_blocks")
         self.stats.add("inner_scans")
         self.stats.add("inner_pages_read", self._inner_heap.num_pages)
+        matched = np.zeros(len(block), dtype=bool)
         for cluster, _ in self._inner_heap.scan():
             c = len(cluster)
             rows_per_chunk = max(1, self.ctx.batch_rows // c)
             for start in range(0, len(block), rows_per_chunk):
                 chunk = block[start : start + rows_per_chunk]
-                out = self._pairs(chunk, cluster)
+                out = self._pairs(chunk, cluster, matched[start : start + rows_per_chunk])
                 if len(out):
                     yield out
+        if self.left_outer and not matched.all():
+            unmatched = block[~matched]
+            self.stats.add("padded", len(unmatched))
+            yield concat_rows(unmatched, np.repeat(self._padding, len(unmatched)), self.schema.dtype)
 
-    def _pairs(self, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    def _pairs(self, outer: np.ndarray, inner: np.ndarray, matched: np.ndarray) -> np.ndarray:
         b, c = len(outer), len(inner)
         oi = np.repeat(np.arange(b), c)
         ii = np.tile(np.arange(c), b)
         self.stats.add("pairs", b * c)
         if self.predicate is not None:
-            probe = np.empty(b * c, dtype=self._probe_dtype)
-            for name in self._probe_dtype.names:
+            probe = self._probe_schema.new_records(b * c)
+            for name in self._probe_schema.names:
                 side, idx = (outer, oi) if name in self._outer_names else (inner, ii)
                 probe[name] = side[name][idx]
+                if (nulls := null_mask(side, name)) is not None:
+                    set_null_mask(probe, name, nulls[idx])
             mask = apply_predicate(self.predicate, probe)
             oi, ii = oi[mask], ii[mask]
+        matched[oi] = True
         return concat_rows(outer[oi], inner[ii], self.schema.dtype)
