@@ -243,6 +243,8 @@ def test_hash_join_whose_build_side_was_underestimated():
     a = pa.table({"k": pa.array(np.arange(n) % 500, pa.int64()), "two": pa.array(np.arange(n) % 2),
                   "pad": pa.array(["x" * 40] * n)})
     b = pa.table({"k": pa.array(np.arange(n) % 700, pa.int64()), "v": pa.array(np.arange(n))})
+    # NOT NULL columns, so records carry no null bitmap and the page counts below hold
+    a, b = (t.cast(pa.schema([f.with_nullable(False) for f in t.schema])) for t in (a, b))
     with minidb.connect(buffer_pages=16, memory_pages=4) as db:
         db.create_table("a", a)
         db.create_table("b", b)

@@ -412,3 +412,29 @@ def test_spilling_operators_keep_nulls():
 
 def _extra(result, kind: str) -> dict:
     return next(op.stats.extra for op in result.plan.walk() if op.kind == kind)
+
+
+SUBQUERIES = [
+    "SELECT id FROM m WHERE a > (SELECT MAX(a) FROM e)",  # no rows: the subquery is NULL
+    "SELECT id FROM m WHERE a > (SELECT a FROM e)",
+    "SELECT id FROM m WHERE f < (SELECT AVG(f) FROM m WHERE s = 'zz')",
+    "SELECT id FROM m WHERE a IN (SELECT b FROM o)",  # o.b holds NULLs
+    "SELECT id FROM m WHERE NOT (a IN (SELECT b FROM o))",  # NOT IN a list with NULL: never TRUE
+    "SELECT id FROM m WHERE NOT (a IN (SELECT b FROM o WHERE b IS NOT NULL))",
+    "SELECT COUNT(*), COUNT(DISTINCT a), SUM(DISTINCT a), AVG(DISTINCT a) FROM m",
+    "SELECT COUNT(*), COUNT(DISTINCT f), AVG(DISTINCT f), MAX(s) FROM m WHERE id < 0",
+    "SELECT s, COUNT(DISTINCT a) FROM m GROUP BY s",
+    "SELECT DISTINCT a, s FROM m",
+    "SELECT s, COUNT(*) FROM m GROUP BY s HAVING COUNT(a) > 10",
+    "SELECT a FROM m UNION ALL SELECT b FROM o",
+]
+
+
+@pytest.mark.parametrize("nodes", [0, 3])
+def test_nulls_in_relational_sql(duck, nodes):
+    """Subqueries, DISTINCT, HAVING and UNION (another part of issue 15) over NULLs."""
+    db = minidb.connect(nodes=nodes, backend="inline") if nodes else minidb.connect()
+    with db:
+        _load(db, partition="hash(a)" if nodes else None)
+        for q in SUBQUERIES:
+            assert _rows(db.sql(q).to_pylist(), False) == _rows(duck.execute(q).fetchall(), False), q

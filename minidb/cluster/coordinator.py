@@ -142,7 +142,7 @@ from minidb.sql.translate import (
     UpdateStatement,
     translate,
 )
-from minidb.storage.schema import Schema, set_null_mask
+from minidb.storage.schema import Schema
 
 CLUSTER_FORMAT = "minidb-cluster"
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes

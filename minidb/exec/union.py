@@ -16,7 +16,7 @@ import numpy as np
 
 from minidb.errors import SchemaError
 from minidb.exec.iterator import Operator
-from minidb.storage.schema import Column, Schema
+from minidb.storage.schema import Column, Schema, null_mask, set_null_mask
 
 
 def widen(layouts: list[Schema], what: str = "UNION ALL") -> Schema:
@@ -39,6 +39,7 @@ def widen(layouts: list[Schema], what: str = "UNION ALL") -> Schema:
         else:
             widest = max(column, key=lambda c: c.width)
             out.append(Column(first.name, widest.kind, widest.width))
+        out[-1] = out[-1].with_nullable(any(c.nullable for c in column))  # NULL in any input
     return Schema(out)
 
 
@@ -62,9 +63,11 @@ class UnionAll(Operator):
             if batch is None:
                 self._current += 1
                 continue
-            out = np.empty(len(batch), dtype=self.schema.dtype)
-            for target, source in zip(self.schema.names, batch.dtype.names, strict=True):
+            out = self.schema.new_records(len(batch))
+            sources = self.children[self._current].schema.names
+            for target, source in zip(self.schema.names, sources, strict=True):
                 out[target] = batch[source]
+                set_null_mask(out, target, null_mask(batch, source))
             return out
         return None
 

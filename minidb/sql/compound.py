@@ -39,10 +39,9 @@ from minidb.errors import (
     SchemaError,
     UnknownColumnError,
     UnknownTableError,
-    UnsupportedSQLError,
 )
 from minidb.sql.translate import SelectQuery, _check_args, _Select, _unparen, unsupported
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, null_mask
 
 MAX_IN_VALUES = 1000  # x IN (SELECT ...) becomes an OR of equalities; more values: write a join
 
@@ -273,6 +272,8 @@ def _follow(root: exp.Expression, path: list[tuple[str, int | None]]) -> exp.Exp
 
 
 def _scalar_literal(value) -> exp.Expression:
+    if value is None:
+        return exp.Null()
     if isinstance(value, bytes | np.bytes_):
         return exp.Literal.string(bytes(value).decode())
     if isinstance(value, str):
@@ -307,23 +308,20 @@ def _in_condition(node: exp.In, values: np.ndarray) -> exp.Expression:
 
 def subquery_answer(sub: Subquery, records: np.ndarray):
     """The value a subquery's result stands for in the outer statement (checked)."""
-    column = records[records.dtype.names[0]]
-    if sub.kind == "in":
-        return np.unique(column)
+    name = records.dtype.names[0]
+    column = records[name]
+    nulls = null_mask(records, name)
+    if sub.kind == "in":  # a NULL in the list stays one: x IN (..., NULL) is NULL, not FALSE
+        if nulls is None:
+            return np.unique(column)
+        return list(np.unique(column[~nulls])) + [None]
     if len(column) > 1:
         raise MinidbError(f"More than one row returned by a subquery used as an expression "
                           f"({sub.text} gave {len(column)} rows); scalar subqueries can only "
                           "return a single row")
-    if len(column) == 0:
-        return empty_scalar_subquery(sub)
+    if len(column) == 0 or (nulls is not None and nulls[0]):
+        return None  # a scalar subquery over no rows, or giving NULL, is NULL
     return column[0]
-
-
-def empty_scalar_subquery(sub: Subquery):
-    # NULL-INTEGRATION: a scalar subquery over no rows is NULL in SQL. Until minidb has NULLs
-    # this is refused here, the one place to switch (return a NULL constant instead).
-    raise UnsupportedSQLError(f"unsupported SQL: the subquery {sub.text} returned no row, so "
-                              "its value is NULL, and minidb has no NULLs yet")
 
 
 __all__ = ["UnionQuery", "SubqueryPlan", "Subquery", "select_statement", "subquery_answer",

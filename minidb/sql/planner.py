@@ -67,7 +67,6 @@ from minidb.exec.expr import (
     Between,
     Col,
     Compare,
-    Const,
     Expr,
     IsNull,
     Not,
@@ -599,7 +598,8 @@ def describe_answer(i: int, sub, answer) -> str:
         return (f"subquery {i} {sub.text} ran first: {len(answer)} distinct values "
                 f"({shown}{more}), written in as x = v1 OR x = v2 ...")
     value = answer.item() if hasattr(answer, "item") else answer
-    return f"subquery {i} {sub.text} ran first and gave {_fmt(value)}, written in as a constant"
+    shown = "NULL" if value is None else _fmt(value)
+    return f"subquery {i} {sub.text} ran first and gave {shown}, written in as a constant"
 
 
 def _pushed_projection(table: Table, needed: set[str]) -> list[str] | None:

@@ -92,8 +92,7 @@ class Column:
         return pa.field(self.name, self.arrow_type, nullable=self.nullable, metadata=metadata)
 
     def __str__(self) -> str:
-        text = f"{self.name} char({self.width})" if self.kind == "char" else f"{self.name} {self.kind}"
-        return text + (" null" if self.nullable else "")
+        return f"{self.name} char({self.width})" if self.kind == "char" else f"{self.name} {self.kind}"
 
 
 def int_column(name: str, kind: str = "int32") -> Column:
@@ -194,7 +193,8 @@ class Schema:
         return hash(self.columns)
 
     def __repr__(self) -> str:
-        return f"Schema({', '.join(str(c) for c in self.columns)}; {self.record_width} bytes)"
+        columns = ", ".join(f"{c}{' null' if c.nullable else ''}" for c in self.columns)
+        return f"Schema({columns}; {self.record_width} bytes)"
 
     # -- Arrow <-> records --------------------------------------------------------------------
     @classmethod
