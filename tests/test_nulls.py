@@ -438,3 +438,24 @@ def test_nulls_in_relational_sql(duck, nodes):
         _load(db, partition="hash(a)" if nodes else None)
         for q in SUBQUERIES:
             assert _rows(db.sql(q).to_pylist(), False) == _rows(duck.execute(q).fetchall(), False), q
+
+
+def test_left_join_whose_hash_table_overflows():
+    """A LEFT JOIN built on an underestimated right table spills; a left tuple is padded only if
+    no memory-load matched it."""
+    n = 6000
+    left = pa.table({"k": pa.array(np.arange(n) % 900, pa.int64()), "v": pa.array(np.arange(n))})
+    right = pa.table({"k": pa.array(np.arange(n) % 500, pa.int64()),
+                      "two": pa.array(np.arange(n) % 2), "pad": pa.array(["x" * 40] * n)})
+    con = duckdb.connect()
+    con.register("l", left)
+    con.register("r", right)
+    sql = ("SELECT COUNT(*), COUNT(r.k), SUM(l.v), SUM(r.k) FROM l LEFT JOIN r "
+           "ON l.k = r.k AND r.two = 0 AND r.k % 2 = 0")
+    with minidb.connect(buffer_pages=16, memory_pages=4) as db:
+        db.create_table("l", left)
+        db.create_table("r", right)
+        result = db.sql(sql)
+        assert _rows(result.to_pylist(), False) == _rows(con.execute(sql).fetchall(), False)
+        join = _extra(result, "hash_join")
+        assert join["overflow_passes"] >= 1 and join["padded"] > 0
