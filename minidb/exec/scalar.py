@@ -29,6 +29,11 @@ The answers are DuckDB's (the correctness oracle):
   ``ẞ``). A character may take more bytes in the other case (at most 3 for 2), so the result of
   ``char(n)`` is ``char(n + n // 2)``.
 
+NULLs (three-valued logic, see ``minidb.exec.expr``): the functions, ``CAST`` and ``LIKE`` are
+strict (NULL in, NULL out; a CAST never looks at a NULL's placeholder bytes); ``x IN (...)`` is
+TRUE when x equals an item, otherwise NULL if x or an item is NULL; a WHEN that is NULL does not
+hold, and a CASE without ELSE is NULL where no WHEN holds.
+
 Simplifications: the pattern of ``LIKE`` and the positions of ``SUBSTRING`` are constants; casts
 to 4-byte floats (REAL), DECIMAL, dates and booleans are not offered; a DECIMAL expression (an
 integer column plus ``0.5``) is computed in float64, so its halves are exact only while the
@@ -47,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from minidb.errors import NumericOverflowError, SchemaError
-from minidb.exec.expr import Arith, Col, Const, Expr
+from minidb.exec.expr import Arith, Col, Const, Expr, any_null, is_true
 from minidb.storage.schema import (
     Column,
     Schema,
@@ -98,11 +103,38 @@ class InList(Expr):
         values = np.asarray(self.value.evaluate(batch))
         if values.ndim == 0:
             values = np.broadcast_to(values, (len(batch),))
-        constants = [i.numpy_value for i in self.items if isinstance(i, Const)]
+        constants = [i.numpy_value for i in self.items if isinstance(i, Const) and i.value is not None]
         found = np.isin(values, constants) if constants else np.zeros(len(batch), dtype=bool)
         for item in self.items:  # items that read columns: one comparison each
-            if not isinstance(item, Const):
-                found |= np.asarray(values == item.evaluate(batch), dtype=bool)
+            if not isinstance(item, Const) and not _is_null_literal(item):
+                equal = np.asarray(values == item.evaluate(batch), dtype=bool)
+                if (nulls := item.null_mask(batch)) is not None:
+                    equal &= ~nulls
+                found |= equal
+        return found
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        unknown = any_null([self.value.null_mask(batch)] + [i.null_mask(batch) for i in self.items],
+                           len(batch))
+        if unknown is None:
+            return None
+        value_null = self.value.null_mask(batch)
+        found = self._found_among_known(batch)
+        return (unknown & ~found) | (value_null if value_null is not None else False)
+
+    def _found_among_known(self, batch: np.ndarray) -> np.ndarray:
+        """Where the value equals an item that is not NULL (a NULL item matches nothing)."""
+        values = np.asarray(self.value.evaluate(batch))
+        if values.ndim == 0:
+            values = np.broadcast_to(values, (len(batch),))
+        found = np.zeros(len(batch), dtype=bool)
+        for item in self.items:
+            if isinstance(item, Const) and item.value is None:
+                continue
+            equal = np.asarray(values == item.evaluate(batch), dtype=bool)
+            if (nulls := item.null_mask(batch)) is not None:
+                equal &= ~nulls
+            found |= equal
         return found
 
     def columns(self) -> set[str]:
@@ -180,24 +212,46 @@ class Case(ScalarValue):
     otherwise: Expr | None
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        return self._branches(batch)[0]
+
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        return self._branches(batch)[1]
+
+    def nullable(self, schema: Schema) -> bool:
+        return self.otherwise is None or any(b.nullable(schema) for b in self._values())
+
+    def _values(self) -> tuple[Expr, ...]:
+        return self.results + ((self.otherwise,) if self.otherwise is not None else ())
+
+    def _branches(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The values and the null mask: each tuple takes the result of the first WHEN that is
+        TRUE for it (a NULL condition does not hold), else ELSE, else NULL."""
         remaining = np.arange(len(batch))
-        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        pieces: list[tuple[np.ndarray, Expr]] = []
         for condition, result in zip(self.conditions, self.results, strict=True):
-            holds = np.asarray(condition.evaluate(_rows(batch, remaining)), dtype=bool)
-            chosen = remaining[holds]
-            pieces.append((chosen, result.evaluate(_rows(batch, chosen))))
+            holds = is_true(condition, _rows(batch, remaining))
+            pieces.append((remaining[holds], result))
             remaining = remaining[~holds]
-        if self.otherwise is None:
-            # NULL-TODO(CASE without ELSE): these tuples' value is NULL; translate refuses such a
-            # CASE until minidb has NULLs (see _ExprBuilder._case)
-            if len(remaining):
-                raise SchemaError(f"no WHEN of {self} holds for some tuple and there is no ELSE")
-        else:
-            pieces.append((remaining, self.otherwise.evaluate(_rows(batch, remaining))))
-        out = np.empty(len(batch), dtype=np.result_type(*(values.dtype for _, values in pieces)))
-        for rows, values in pieces:
+        if self.otherwise is not None:
+            pieces.append((remaining, self.otherwise))
+            remaining = remaining[:0]
+        evaluated = [(rows, result.evaluate(_rows(batch, rows)), result.null_mask(_rows(batch, rows)))
+                     for rows, result in pieces]
+        typed = [values.dtype for _, values, _ in evaluated if values.dtype.kind != "O"]
+        kinds = [(result, values.dtype) for (_, result), (_, values, _) in zip(pieces, evaluated, strict=True)
+                 if not _is_null_literal(result)]
+        dtype = np.result_type(*(d for _, d in kinds)) if kinds else np.result_type(*typed)
+        out = np.zeros(len(batch), dtype=dtype)
+        nulls = np.zeros(len(batch), dtype=bool)
+        nulls[remaining] = True  # no WHEN held and there is no ELSE
+        for (rows, result), (_, values, mask) in zip(pieces, evaluated, strict=True):
+            if _is_null_literal(result):
+                nulls[rows] = True
+                continue
             out[rows] = values
-        return out
+            if mask is not None:
+                nulls[rows] = mask
+        return out, (nulls if nulls.any() else None)
 
     def columns(self) -> set[str]:
         return set().union(*(e.columns() for e in self._parts()))
@@ -207,7 +261,7 @@ class Case(ScalarValue):
         return self.conditions + self.results + extra
 
     def output_column(self, name: str, schema: Schema) -> Column:
-        branches = self.results + ((self.otherwise,) if self.otherwise is not None else ())
+        branches = [b for b in self._values() if not _is_null_literal(b)] or list(self._values())
         layouts = [b.output_column(name, schema) for b in branches]
         kinds = {c.kind for c in layouts}
         if "char" in kinds:
@@ -223,6 +277,10 @@ class Case(ScalarValue):
         whens = " ".join(f"WHEN {c} THEN {r}" for c, r in pairs)
         otherwise = f" ELSE {self.otherwise}" if self.otherwise is not None else ""
         return f"CASE {whens}{otherwise} END"
+
+
+def _is_null_literal(e: Expr) -> bool:
+    return isinstance(e, Const) and e.value is None or type(e).__name__ == "Null"
 
 
 def _rows(batch, rows: np.ndarray) -> np.ndarray:
@@ -258,6 +316,16 @@ class Cast(ScalarValue):
     halves_away: bool = False
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
+        nulls = self.value.null_mask(batch)
+        if nulls is None:
+            return self._cast(batch)
+        known = np.flatnonzero(~nulls)  # a NULL's placeholder ('' or 0) must not fail the cast
+        values = self._cast(_rows(batch, known))
+        out = np.zeros(len(batch), dtype=values.dtype)
+        out[known] = values
+        return out
+
+    def _cast(self, batch: np.ndarray) -> np.ndarray:
         values = np.asarray(self.value.evaluate(batch))
         kind = CAST_TYPES[self.to]
         if kind == "char":

@@ -545,13 +545,8 @@ class _ExprBuilder:
                 conditions.append(Compare("=", subject, value))
             results.append(self.build(branch.args["true"]))
         default = node.args.get("default")
-        if default is None:
-            # NULL-TODO(CASE without ELSE): once minidb has NULLs, build Case(..., otherwise=None)
-            # here; Case.evaluate then leaves the tuples no WHEN chose as NULL.
-            raise unsupported("CASE without ELSE (it yields NULL where no WHEN holds, and minidb "
-                              "has no NULLs yet); add an ELSE")
-        otherwise = self.build(default)
-        kinds = {self.kind(r) for r in (*results, otherwise)}
+        otherwise = None if default is None else self.build(default)  # no ELSE: NULL
+        kinds = {self.kind(r) for r in (*results, otherwise) if r is not None} - {"null"}
         if "bool" in kinds:
             raise unsupported(f"a condition as a CASE result, {node.sql()}")
         if "char" in kinds and len(kinds) > 1:
