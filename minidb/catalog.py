@@ -40,9 +40,9 @@ index whose file is missing is rebuilt from the data, the one structure that can
 again cheaply; a missing data file or tree is an error.
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
-table's statistics are never recomputed after load except by widening; no NULLs; the catalog is
-rewritten whole after each change (no log), so a change cut off half way is detected when the
-page counts disagree, not repaired.
+table's statistics are never recomputed after load except by widening, and count a NULL as the
+zero value it is stored as; the catalog is rewritten whole after each change (no log), so a
+change cut off half way is detected when the page counts disagree, not repaired.
 """
 
 from __future__ import annotations
