@@ -215,6 +215,7 @@ CHANGES = [
     "UPDATE m SET f = a WHERE f IS NULL",
     "DELETE FROM m WHERE s IS NULL AND a IS NULL",
     "INSERT INTO m SELECT k + 2000, b, NULL, g FROM o WHERE b IS NULL OR g IS NULL",
+    "INSERT INTO m SELECT k + 3000, NULL, NULL, NULL FROM o WHERE k < 3",
 ]
 
 
@@ -254,6 +255,8 @@ def test_not_null_columns_refuse_nulls():
             db.sql("UPDATE m SET id = NULL WHERE id = 3")
         with pytest.raises(SchemaError, match="NOT NULL"):
             db.sql("INSERT INTO m (a) VALUES (1)")
+        with pytest.raises(SchemaError, match="NOT NULL"):
+            db.sql("INSERT INTO m SELECT NULL, a, f, s FROM m")
         bad = pa.table({"id": pa.array([1, None], type=pa.int32())})
         with pytest.raises(SchemaError, match="NOT NULL"):
             Schema.from_arrow(pa.schema([pa.field("id", pa.int32(), nullable=False)])) \

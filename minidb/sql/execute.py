@@ -111,8 +111,14 @@ def _converter(table: Table, columns: list[str], source: Schema):
         out = table.schema.new_records(len(batch))
         given = {dst.lower() for dst in columns}
         for src, dst in zip(source.names, columns, strict=True):
+            nulls = null_mask(batch, src)
+            if nulls is not None:
+                _refuse_nulls(table, dst, nulls)
+                if nulls.all():  # e.g. SELECT NULL: placeholders of no particular type
+                    set_null_mask(out, dst, nulls)
+                    continue
             out[dst] = coerce(batch[src], table.schema.column(dst), f"INSERT INTO {table.name}")
-            set_null_mask(out, dst, null_mask(batch, src))
+            set_null_mask(out, dst, nulls)
         for col in table.schema.columns:  # a column left out of INSERT INTO t(a, b) is NULL
             if col.name.lower() not in given:
                 out[col.name] = np.zeros(1, dtype=col.numpy_dtype)[0]
@@ -166,6 +172,12 @@ def new_records(table: Table, batch: np.ndarray, assignments: dict) -> tuple[np.
         records[name] = coerce(values, table.schema.column(name), f"UPDATE {table.name}")
         set_null_mask(records, name, nulls)
     return np.asarray(batch[RID], dtype=np.int64), records
+
+
+def _refuse_nulls(table: Table, column: str, nulls: np.ndarray) -> None:
+    if nulls.any() and not table.schema.column(column).nullable:
+        raise SchemaError(f"INSERT INTO {table.name}: column {column!r} is NOT NULL and the "
+                          "SELECT gives NULL for it")
 
 
 def _zero_where(nulls: np.ndarray, values: np.ndarray, column) -> np.ndarray:
