@@ -62,7 +62,8 @@ class Expr:
         return set().union(*(c.columns() for c in self.children()))
 
     def output_column(self, name: str, schema: Schema) -> Column:
-        """The layout of this expression's values when stored as column ``name``."""
+        """The layout of this expression's values when stored as column ``name`` (its
+        ``nullable`` says whether a value can be NULL; ``Project`` also asks ``nullable``)."""
         raise NotImplementedError
 
 
@@ -328,9 +329,8 @@ class Arith(Expr):
         kinds = {_kind(e, schema) for e in (self.left, self.right)}
         if "char" in kinds:
             raise SchemaError(f"cannot apply {self.op!r} to text in {self}")
-        if self.op == "/" or "float64" in kinds:
-            return float_column(name)
-        return int_column(name, "int64")
+        column = float_column(name) if self.op == "/" or "float64" in kinds else int_column(name, "int64")
+        return column.with_nullable(self.nullable(schema))
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
