@@ -494,3 +494,39 @@ def test_nulls_in_scalar_sql(duck, nodes):
         # the placeholder of a NULL ('') is never cast; 'x2' is not skipped
         got = db.sql("SELECT CAST(t AS INTEGER) FROM txt WHERE t IS NULL OR t = '1'").to_pylist()
         assert sorted(got, key=repr) == [(1,), (None,)]
+
+
+def _random_condition(rng, depth: int = 0) -> str:
+    """A random WHERE clause over m's nullable columns (seeded: the same on every run)."""
+    if depth > 2 or rng.random() < 0.4:
+        column = rng.choice(["a", "f", "s", "id"])
+        if rng.random() < 0.2:
+            return f"{column} IS {'NOT ' if rng.random() < 0.5 else ''}NULL"
+        op = rng.choice(["=", "<", ">", "<=", ">=", "<>"])
+        if column == "s":
+            return f"s {op} '{rng.choice(['', 'x', 'apple', 'b'])}'"
+        return f"{column} {op} {rng.choice(['NULL', '0', '1', '-2', '2.5', '3'])}"
+    shape = rng.random()
+    left, right = _random_condition(rng, depth + 1), _random_condition(rng, depth + 1)
+    if shape < 0.4:
+        return f"({left} AND {right})"
+    if shape < 0.8:
+        return f"({left} OR {right})"
+    return f"NOT ({left})"
+
+
+@pytest.mark.parametrize("nodes", [0, 3])
+def test_random_conditions_with_nulls(duck, nodes):
+    import random
+
+    rng = random.Random(15 + nodes)
+    db = minidb.connect(nodes=nodes, backend="inline") if nodes else minidb.connect()
+    with db:
+        _load(db, partition="hash(a)" if nodes else None, index=None if nodes else "a")
+        for _ in range(40):
+            where = _random_condition(rng)
+            for q in (f"SELECT id FROM m WHERE {where}",
+                      f"SELECT s, COUNT(*), COUNT(a), SUM(f), MIN(a) FROM m WHERE {where} GROUP BY s",
+                      f"SELECT COUNT(*), AVG(a), MAX(s) FROM m WHERE {where}"):
+                want = _rows(duck.execute(q).fetchall(), False)
+                assert _rows(db.sql(q).to_pylist(), False) == want, q
