@@ -40,6 +40,10 @@ class NumericOverflowError(MinidbError):
     """An integer result does not fit in 64 bits; minidb raises instead of wrapping around."""
 
 
+class DivisionByZeroError(MinidbError):
+    """``x % 0``: SQL (DuckDB) raises; minidb does too. (``x / 0`` is IEEE's inf or nan.)"""
+
+
 class UnknownPluginError(MinidbError):
     """A plugin name (policy, partitioner, ...) is not registered; the message lists known ones."""
 

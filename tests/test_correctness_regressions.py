@@ -28,13 +28,18 @@ from minidb.errors import MinidbError, NumericOverflowError
 # -- helpers ------------------------------------------------------------------------------------
 def _same(mine: list[tuple], theirs: list[tuple], sql: str) -> None:
     def key(row):
-        return tuple((0, round(v, 9)) if isinstance(v, float) else (1, v) for v in row)
+        return tuple((0, round(v, 9)) if isinstance(v, float) and not math.isnan(v)
+                     else (2, 0) if v is None else (1, str(v)) for v in row)
 
     mine, theirs = sorted(mine, key=key), sorted(theirs, key=key)
     assert len(mine) == len(theirs), f"{sql}: minidb {len(mine)} rows, DuckDB {len(theirs)}"
     for a, b in zip(mine, theirs, strict=True):
         for x, y in zip(a, b, strict=True):
-            if isinstance(x, float) or isinstance(y, float):
+            if x is None or y is None:
+                assert x is None and y is None, f"{sql}: {a} != {b}"
+            elif isinstance(x, float) and isinstance(y, float) and math.isnan(x):
+                assert math.isnan(y), f"{sql}: {a} != {b}"
+            elif isinstance(x, float) or isinstance(y, float):
                 assert math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9), f"{sql}: {a} != {b}"
             else:
                 assert x == y, f"{sql}: {a} != {b}"
@@ -310,3 +315,40 @@ def test_user_mistakes_raise_minidb_errors(tmp_path):
             minidb.connect(data_dir=a_file, **kwargs)
         with pytest.raises(MinidbError, match="has no option 'foo'"):
             minidb.connect(foo=1, **kwargs)
+
+
+# -- division, and AND / OR deciding left to right ----------------------------------------------
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_division_by_zero_and_short_circuit(nodes):
+    """``x / 0`` is IEEE's inf or nan as in DuckDB 2; ``x % 0`` raises as DuckDB does; a guard in
+    front of it (``x <> 0 AND ...``) keeps the zero divisors away, as in DuckDB."""
+    from minidb.errors import DivisionByZeroError
+
+    t = pa.table({"x": [1, 2, 0, -3, None], "f": [1.5, 0.0, 2.0, -0.5, None]})
+    with minidb.connect(nodes=nodes, disk_nodes=nodes) if nodes > 1 else minidb.connect() as db:
+        db.create_table("t", t)
+        for sql in ("SELECT x / 0, f / x, x / f FROM t",
+                    "SELECT x FROM t WHERE x <> 0 AND 7 % x = 1",
+                    "SELECT x FROM t WHERE x = 0 OR 7 % x = 1",
+                    "SELECT x FROM t WHERE x IS NULL OR (x <> 0 AND 7 % x = 1)",
+                    "SELECT x % 2, f % 1.5 FROM t",
+                    "SELECT COUNT(*) FROM t WHERE x <> 0 AND x IS NOT NULL AND 10 % x = 0"):
+            _check(db, {"t": t}, sql)
+        with pytest.raises(DivisionByZeroError, match="division by zero"):
+            db.sql("SELECT x % 0 FROM t")
+        with pytest.raises(DivisionByZeroError):
+            db.sql("SELECT x FROM t WHERE 7 % x = 1")
+
+
+def test_in_subquery_with_many_values():
+    """``x IN (SELECT ...)`` becomes a list of constants of any length (once capped at 1000)."""
+    a = pa.table({"x": pa.array(np.arange(5000) % 3000, pa.int64())})
+    b = pa.table({"y": pa.array(np.arange(0, 6000, 2), pa.float64())})
+    for db in (minidb.connect(), minidb.connect(nodes=3)):
+        with db:
+            db.create_table("a", a)
+            db.create_table("b", b)
+            for sql in ("SELECT COUNT(*) FROM a WHERE x IN (SELECT y FROM b)",
+                        "SELECT COUNT(*) FROM a WHERE x NOT IN (SELECT y FROM b WHERE y > 100)",
+                        "SELECT COUNT(*) FROM a WHERE x IN (SELECT y FROM b WHERE y < 0)"):
+                _check(db, {"a": a, "b": b}, sql)

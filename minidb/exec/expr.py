@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from minidb.errors import NumericOverflowError, SchemaError
+from minidb.errors import DivisionByZeroError, NumericOverflowError, SchemaError
 from minidb.storage.schema import Column, Schema, char_column, float_column, int_column, null_mask
 
 
@@ -243,22 +243,18 @@ class Between(Expr):
 
 @dataclass(frozen=True)
 class And(Expr):
+    """AND with SQL's three-valued logic, evaluated left to right like a short circuit: a part
+    is evaluated only on the tuples that no earlier part has made FALSE, so
+    ``x <> 0 AND 7 % x = 1`` never divides by zero (DuckDB answers it too)."""
+
     parts: tuple[Expr, ...]
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        result = is_true(self.parts[0], batch)
-        for p in self.parts[1:]:
-            result = result & is_true(p, batch)
-        return result
+        return _connective(self.parts, batch, decided_by=False)[0]
 
     def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
-        unknown = any_null([p.null_mask(batch) for p in self.parts], len(batch))
-        if unknown is None:
-            return None
-        some_false = np.zeros(len(batch), dtype=bool)
-        for p in self.parts:  # a FALSE part makes the AND FALSE, whatever the NULLs
-            some_false |= ~np.asarray(p.evaluate(batch), dtype=bool) & _not_null(p, batch)
-        return unknown & ~some_false
+        unknown = _connective(self.parts, batch, decided_by=False)[1]
+        return unknown if unknown.any() else None
 
     def columns(self) -> set[str]:
         return set().union(*(p.columns() for p in self.parts))
@@ -269,25 +265,48 @@ class And(Expr):
 
 @dataclass(frozen=True)
 class Or(Expr):
+    """OR with three-valued logic; a part is evaluated only where no earlier part is TRUE."""
+
     parts: tuple[Expr, ...]
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
-        result = is_true(self.parts[0], batch)
-        for p in self.parts[1:]:
-            result = result | is_true(p, batch)
-        return result
+        return _connective(self.parts, batch, decided_by=True)[0]
 
     def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
-        unknown = any_null([p.null_mask(batch) for p in self.parts], len(batch))
-        if unknown is None:
-            return None
-        return unknown & ~self.evaluate(batch)  # a TRUE part makes the OR TRUE, whatever the NULLs
+        unknown = _connective(self.parts, batch, decided_by=True)[1]
+        return unknown if unknown.any() else None
 
     def columns(self) -> set[str]:
         return set().union(*(p.columns() for p in self.parts))
 
     def __str__(self) -> str:
         return " OR ".join(f"({p})" for p in self.parts)
+
+
+def _connective(parts: tuple[Expr, ...], batch: np.ndarray, decided_by: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(where TRUE, where NULL) for AND (``decided_by=False``: one FALSE part decides) or OR
+    (``decided_by=True``: one TRUE part decides). Each part is evaluated only on the tuples the
+    earlier parts left undecided; a tuple with no deciding part is NULL if some part was NULL."""
+    n = len(batch)
+    decided = np.zeros(n, dtype=bool)
+    unknown = np.zeros(n, dtype=bool)
+    for p in parts:
+        open_rows = ~decided
+        if not open_rows.any():
+            break
+        if open_rows.all():
+            sub = batch
+        else:  # a page scan evaluates on a dict of columns (``_Columns``), else a batch
+            sub = batch.select_rows(open_rows) if isinstance(batch, dict) else batch[open_rows]
+        true = is_true(p, sub)
+        null = _not_null(p, sub) ^ True
+        decides = true if decided_by else ~true & ~null
+        decided[open_rows] |= decides
+        unknown[open_rows] |= null
+    unknown &= ~decided
+    true = decided if decided_by else ~decided & ~unknown
+    return true, unknown
 
 
 @dataclass(frozen=True)
@@ -316,11 +335,16 @@ class Arith(Expr):
         left, right = _operand(self.left, batch), _operand(self.right, batch)
         if self.op in ("+", "-", "*", "%"):
             left = np.asarray(left).astype(np.int64) if np.asarray(left).dtype.kind == "i" else left
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # x / 0: inf or nan
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             result = _ARITH[self.op](left, right)
         if self.op in ("+", "-", "*") and np.asarray(result).dtype.kind == "i":
             check_int_overflow(self.op, left, right, result, self)
+        if self.op == "%":
+            check_no_zero_divisor(right, self, _operand(self.left, batch), self._nulls_of(batch))
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
+
+    def _nulls_of(self, batch: np.ndarray) -> np.ndarray | None:
+        return super().null_mask(batch)
 
     def columns(self) -> set[str]:
         return self.left.columns() | self.right.columns()
@@ -334,6 +358,19 @@ class Arith(Expr):
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
+
+
+def check_no_zero_divisor(divisor, expr: Expr, dividend, nulls: np.ndarray | None) -> None:
+    """``x % 0`` is an error, as in DuckDB (``x / 0`` is not: it gives inf or nan, IEEE's answer,
+    as DuckDB's does). A row whose operands are NULL has no divisor to check."""
+    zero, dividend = np.broadcast_arrays(np.atleast_1d(np.asarray(divisor) == 0),
+                                         np.atleast_1d(dividend))
+    if nulls is not None:
+        zero = zero & ~nulls
+    if zero.any():
+        first = dividend[zero][0]
+        raise DivisionByZeroError(f"division by zero in {expr} (for {first} % 0); "
+                                  "filter the zero divisors out first")
 
 
 def check_int_overflow(op: str, left, right, result, expr: Expr) -> None:

@@ -14,8 +14,8 @@ can still be chosen for ``x > (SELECT AVG(x) ...)``):
 
 * a scalar subquery ``(SELECT ...)`` in WHERE, HAVING, ORDER BY or the SELECT list must give
   one column and at most one row (more rows is an error, as in DuckDB);
-* ``x IN (SELECT y ...)`` becomes ``x = v1 OR x = v2 ...`` over the distinct values of y
-  (no values: false), at most ``MAX_IN_VALUES`` of them.
+* ``x IN (SELECT y ...)`` becomes the list ``x IN (v1, v2, ...)`` of the distinct values of y
+  (no values: false).
 
 Subqueries may hold subqueries, and may be UNIONs; a UNION's SELECTs may hold subqueries. The
 statement is translated at once with stand-in answers of the right types, so its names,
@@ -42,8 +42,6 @@ from minidb.errors import (
 )
 from minidb.sql.translate import SelectQuery, _check_args, _Select, _unparen, unsupported
 from minidb.storage.schema import Schema, null_mask
-
-MAX_IN_VALUES = 1000  # x IN (SELECT ...) becomes an OR of equalities; more values: write a join
 
 
 # -- UNION [ALL] ----------------------------------------------------------------------------------
@@ -284,26 +282,13 @@ def _scalar_literal(value) -> exp.Expression:
     return exp.Literal.number(int(value))
 
 
-def _in_condition(node: exp.In, values: np.ndarray) -> exp.Expression:
-    """``x IN (v1, v2, ...)`` as ORs of equalities, the ORs as a balanced tree (shallow).
-
-    IN-LIST-INTEGRATION: once the expression builder evaluates ``IN (v1, ...)`` lists itself,
-    this may return ``exp.In(this=x, expressions=[literals])`` and drop ``MAX_IN_VALUES``; with
-    NULLs, ``x NOT IN`` a list holding NULL is never true (three-valued logic)."""
-    if len(values) > MAX_IN_VALUES:
-        raise unsupported(f"IN (SELECT ...) giving {len(values)} distinct values (more than "
-                          f"{MAX_IN_VALUES}); write it as a join")
-    terms = [exp.EQ(this=node.this.copy(), expression=_scalar_literal(v)) for v in values]
-    if not terms:
+def _in_condition(node: exp.In, values) -> exp.Expression:
+    """``x IN (SELECT ...)`` rewritten as the list ``x IN (v1, v2, ...)`` of its answers (an
+    ``InList`` of ``minidb.exec.scalar``, which keeps SQL's NULL rules: ``x IN (..., NULL)`` is
+    NULL unless x matches). No answer at all gives FALSE."""
+    if len(values) == 0:
         return exp.false()
-
-    def balanced(items: list[exp.Expression]) -> exp.Expression:
-        if len(items) == 1:
-            return items[0]
-        mid = len(items) // 2
-        return exp.Paren(this=exp.Or(this=balanced(items[:mid]), expression=balanced(items[mid:])))
-
-    return exp.Paren(this=balanced(terms))
+    return exp.In(this=node.this.copy(), expressions=[_scalar_literal(v) for v in values])
 
 
 def subquery_answer(sub: Subquery, records: np.ndarray):
@@ -324,5 +309,4 @@ def subquery_answer(sub: Subquery, records: np.ndarray):
     return column[0]
 
 
-__all__ = ["UnionQuery", "SubqueryPlan", "Subquery", "select_statement", "subquery_answer",
-           "MAX_IN_VALUES"]
+__all__ = ["UnionQuery", "SubqueryPlan", "Subquery", "select_statement", "subquery_answer"]

@@ -24,7 +24,7 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
   TINYINT, SMALLINT, INTEGER, BIGINT, DOUBLE or VARCHAR, rounding and refusing values as DuckDB
   does; ABS, LOWER, UPPER, LENGTH (in characters) and SUBSTRING / SUBSTR with constant positions.
   Text is UTF-8; ``char(n)`` holds n bytes, and the string functions count characters. A CASE
-  without ELSE (whose missing value is NULL), TRY_CAST, casts to REAL, DECIMAL or dates, and
+  without ELSE gives NULL where no branch holds; TRY_CAST, casts to REAL, DECIMAL or dates, and
   a DECIMAL constant cast to text are refused by name;
 * ``GROUP BY`` columns; ``HAVING`` over group columns and aggregates (also ones that appear
   only there, and SELECT aliases); ``ORDER BY`` output names, positions or expressions, ASC /
@@ -49,9 +49,10 @@ bound on a column is read in the column's type (``minidb.exec.expr.key_range``).
 NULL: the literal, ``IS [NOT] NULL``, ``INSERT`` of NULL or with a nullable column left out,
 ``UPDATE ... SET c = NULL``; NULL is comparable with anything (the comparison is NULL).
 
-Simplifications: ``%`` truncates toward zero like C
-and DuckDB; ``/`` always gives a float (as in DuckDB), and dividing by zero gives inf or nan
-where SQL would give NULL.
+Arithmetic follows DuckDB: ``%`` truncates toward zero and ``x % 0`` raises
+``DivisionByZeroError``; ``/`` always gives a float, and ``x / 0`` is IEEE's inf or nan, as in
+DuckDB 2. AND and OR decide left to right: a part is not evaluated on tuples an earlier part
+already decided, so ``x <> 0 AND 7 % x = 1`` is safe.
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ class _Columns(dict):
     def __len__(self) -> int:
         return self.rows
 
+    def select_rows(self, mask: np.ndarray) -> _Columns:
+        """The same columns for the tuples where ``mask`` is true (as ``batch[mask]`` would)."""
+        return _Columns({name: values[mask] for name, values in self.items()}, int(mask.sum()))
+
 
 def check_page_size(page_size: int) -> int:
     """Validate a page size: 2 KB to 32 KB, a multiple of 512 bytes."""
