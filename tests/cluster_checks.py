@@ -25,6 +25,11 @@ QUERIES = [
     ("SELECT onePercent, SUM(unique3), MIN(unique3) FROM a GROUP BY onePercent", None),
     ("SELECT a.unique1, a.unique2, b.unique2 FROM a JOIN b ON a.unique1 = b.unique1 "
      "WHERE b.unique2 < 2000", None),
+    # a three-table join pipeline and a cross product with a non-equality (broadcast)
+    ("SELECT a.unique1, c.unique2 FROM a JOIN b ON a.unique1 = b.unique1 "
+     "JOIN a AS c ON b.unique2 = c.unique1 WHERE a.unique2 < 300", None),
+    ("SELECT COUNT(*), SUM(b.unique1) FROM a, b WHERE a.unique2 < 50 AND b.unique2 < 40 "
+     "AND a.unique1 < b.unique1", None),
 ]
 
 

@@ -47,7 +47,7 @@ class InlineBackend:
     def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float = 60.0):
         self.timeout = timeout
         self.nodes = [Node(**kw) for kw in node_kwargs]
-        self._pool = ThreadPoolExecutor(max_workers=4 * num_nodes + 4)
+        self._pool = ThreadPoolExecutor(max_workers=8 * num_nodes + 8)
         for node in self.nodes:
             node.connect(self.nodes)
 

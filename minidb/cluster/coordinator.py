@@ -14,9 +14,11 @@ The parallel subset: one-table SELECT (selection on every disk node, or only on 
 ``Partitioner.nodes_for_range`` names; each node chooses heap or index with the single-node
 planner), projections, scalar aggregates (partials per node, combined at the host), GROUP BY
 (partials sent by a hash of the group key to the aggregation nodes, which compute the final
-groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one parallel hash join,
-CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE. Anything else is an
-``UnsupportedSQLError`` naming it.
+groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one parallel hash join
+(also a LEFT JOIN), joins of up to four tables (or with no equality at all) as one right-deep
+pipeline of hash joins (``_join_pipeline``: tables with an equality are hash-partitioned on
+their key, the others broadcast), CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE.
+Anything else is an ``UnsupportedSQLError`` naming it.
 
 Duplicate elimination and HAVING run where Gamma runs aggregates (Section 7): on the nodes,
 after a repartitioning by a hash of the grouping attributes. ``SELECT DISTINCT`` is a GROUP BY
@@ -43,9 +45,9 @@ and routed like an Arrow source (the nodes do not generate their own slices); a 
 ``CREATE TABLE AS`` selection is pipelined into store operators on the disk nodes, but they
 write their fragment in a phase of their own after the selection ends (Gamma overlaps the two);
 a CREATE TABLE AS over a join, an aggregate or ORDER BY is gathered at the host and then dealt
-out; the two sides of a join are hashed with the
-same function on the values, so join keys must have the same type; a join may have only one
-equality; the host is the coordinator's own process, not a node.
+out; the host is the coordinator's own process, not a node. The two sides of a join are
+hashed by value (``minidb.hashing.hash_columns``), so keys of different types (int and float,
+char(5) and char(9)) meet on the same node.
 
 Persistence. ``connect(nodes=N, data_dir=D)`` gives node i the directory D/node-i (its pages and
 its own catalog, see ``minidb.database``) and keeps the coordinator's catalog in D/cluster.json:
@@ -107,7 +109,7 @@ from minidb.exec.aggregate import (
     distinct_stages,
     split_aggregates,
 )
-from minidb.exec.expr import Arith, Col, conjunction, key_range
+from minidb.exec.expr import Arith, Col, Const, conjunction, key_range
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator, check_rid_fetch
 from minidb.exec.project import Project
@@ -137,6 +139,7 @@ from minidb.sql.translate import (
     CreateTableAsStatement,
     DeleteStatement,
     InsertStatement,
+    JoinEdge,
     SelectQuery,
     SelectStatement,
     UpdateStatement,
@@ -714,9 +717,13 @@ class _Run:
             return self._single(q)
         if len(q.refs) == 2 and len(q.edges) == 1:
             return self._join(q)
-        raise UnsupportedSQLError(
-            "unsupported in parallel: a join of more than two tables or on more than one equality "
-            "(minidb's parallel engine runs one hash join per query)")
+        if q.outer:
+            raise UnsupportedSQLError("unsupported in parallel: a LEFT JOIN of more than two "
+                                      "tables or on more than one equality")
+        if len(q.refs) > MAX_PIPELINE_TABLES:
+            raise UnsupportedSQLError(f"unsupported in parallel: a join of more than "
+                                      f"{MAX_PIPELINE_TABLES} tables")
+        return self._join_pipeline(q)
 
     def select_into(self, name: str, q: SelectQuery, partition) -> int | None:
         """Select on the disk nodes and send each result tuple through a split table (round-robin
@@ -1021,6 +1028,159 @@ class _Run:
         self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
+    def _join_pipeline(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        """Several joins as one right-deep pipeline (Schneider and DeWitt's right-deep trees):
+        every table but the largest is the build input of one hash join, all hash tables are
+        built first (one phase each), then the largest table's tuples stream through the joins
+        in a single probe phase, each join's result repartitioned on the next join's key.
+
+        A table joined by an equality is hash-partitioned on its key, as in ``_join``; a table
+        joined by no equality (a cross product, or only ``<`` / ``<>`` conditions) is broadcast
+        to every join node and joined on a constant, so every pair meets once (the probe tuples
+        are each on one node). Equalities beyond the first between two tables, and conditions
+        over several tables, are filters as soon as their columns are joined."""
+        est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
+        order = self._pipeline_order(q, est)
+        joiners = {"local": self.pdb.disk, "remote": self.pdb.diskless,
+                   "allnodes": list(range(self.pdb.num_nodes))}.get(self.placement or "local") \
+            or self.pdb.disk
+        edges, pending = list(q.edges), list(q.residual)
+        first = order[0][0]
+        joined = {first}
+        joins, stream = [], None
+        for position, (side, edge) in enumerate(order[1:], start=1):
+            if edge is not None:
+                build_key = edge.right_col if edge.right == side else edge.left_col
+                probe_key = edge.left_col if edge.right == side else edge.right_col
+                edges.remove(edge)
+            else:  # no equality: join on a constant column added to both inputs
+                build_key, probe_key = f"__cross{position}b", f"__cross{position}p"
+            build = self._side_scan(q, side, joiners, key=build_key, broadcast=edge is None)
+            if stream is None:  # the streaming table's scan feeds the first join's probe
+                stream = self._side_scan(q, first, joiners, key=probe_key,
+                                         constant=probe_key if edge is None else None)
+            joined.add(side)
+            joins.append({"side": side, "build": build, "build_key": build_key,
+                          "probe_key": probe_key, "cross": edge is None,
+                          "steps": self._ready_filters(q, joined, edges, pending)})
+        # the join fragments, last to first: each one's sink is the next one's probe input
+        specs = []
+        probe_source = {"kind": "receive", "exchange": stream[2], "producers": stream[1],
+                        "schema": stream[3]}
+        for i, j in enumerate(joins):
+            spec = {"id": self.exchange("join"), "hint": self.hints, "steps": list(j["steps"]),
+                    "source": {"kind": "join", "build_key": j["build_key"],
+                               "probe_key": j["probe_key"],
+                               "build": {"kind": "receive", "exchange": j["build"][2],
+                                         "producers": j["build"][1], "schema": j["build"][3]},
+                               "probe": probe_source}}
+            if i + 1 < len(joins):
+                nxt = joins[i + 1]
+                if nxt["cross"]:  # the next build is broadcast: tag the tuples with its constant
+                    names = self.dry({**spec, "sink": None}).schema.names
+                    spec["steps"].append(("project", [(n, Col(n)) for n in names]
+                                          + [(nxt["probe_key"], Const(0))]))
+                    p: Partitioner = RoundRobin()
+                else:
+                    p = Hash(nxt["probe_key"])
+                p.fit(None, len(joiners))
+                x = self.exchange("pipe")
+                spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition",
+                                "consumers": joiners, "partitioner": p}
+                probe_source = {"kind": "receive", "exchange": x, "producers": joiners,
+                                "schema": self.dry({**spec, "sink": None}).schema}
+            else:
+                if pending or edges:
+                    spec["steps"].append(("filter", conjunction(pending + [e.predicate()
+                                                                           for e in edges])))
+                if not q.aggregating:
+                    spec["steps"].append(("project", q.outputs))
+                spec["sink"] = {"kind": "host"}
+            specs.append(spec)
+        for j, spec in zip(joins, specs, strict=True):
+            bspec, bnodes, _, _ = j["build"]
+            how = "broadcast" if j["cross"] else f"hash({j['build_key']})"
+            self.phase(f"build {q.refs[j['side']].table.name}",
+                       [(n, "start", (spec,)) for n in joiners]
+                       + [(n, "run", (bspec,)) for n in bnodes], texts=[
+                f"scan {q.refs[j['side']].table.name} on nodes {bnodes} -> {how} to nodes "
+                f"{joiners}", f"build hash tables on {j['build_key']} on nodes {joiners}"])
+        sspec, snodes, _, _ = stream
+        parts = self.phase("probe pipeline",
+                           [(n, "drain", (spec["id"],)) for spec in reversed(specs) for n in joiners]
+                           + [(n, "run", (sspec,)) for n in snodes], texts=[
+            f"scan {q.refs[first].table.name} on nodes {snodes} -> "
+            f"{sspec['sink']['partitioner'].describe()} to nodes {joiners}",
+            *(f"probe on {j['probe_key']} = {j['build_key']} on nodes {joiners}" for j in joins),
+            "-> host"])
+        final_schema = self.dry(specs[-1]).schema
+        rows = _cat(parts[:len(joiners)], final_schema)
+        if not q.aggregating:
+            return self._finish(q, final_schema, [rows], projected=True)
+        host = aggregate_query(self.pdb.host.ctx, ArrayScan(final_schema, rows), q,
+                               self.pdb.host.memory_pages)
+        self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
+        return self._finish(q, host.schema, [host.collect()])
+
+    @staticmethod
+    def _pipeline_order(q: SelectQuery, est: list[float]) -> list[tuple[int, JoinEdge | None]]:
+        """The streaming table (the largest estimate) first, then each table to join with the
+        equality that joins it (None: none does), joined tables growing one at a time and
+        preferring a table an equality connects."""
+        first = max(range(len(q.refs)), key=lambda i: (est[i], -i))
+        order: list[tuple[int, JoinEdge | None]] = [(first, None)]
+        joined = {first}
+        while len(joined) < len(q.refs):
+            connecting = [e for e in q.edges if (e.left in joined) != (e.right in joined)]
+            if connecting:
+                edge = min(connecting, key=lambda e: est[e.right if e.left in joined else e.left])
+                side = edge.right if edge.left in joined else edge.left
+            else:
+                side, edge = min(set(range(len(q.refs))) - joined, key=lambda i: est[i]), None
+            order.append((side, edge))
+            joined.add(side)
+        return order
+
+    @staticmethod
+    def _ready_filters(q: SelectQuery, joined: set[int], edges: list, pending: list) -> list:
+        """Filter steps for the equalities and conditions whose tables are all joined now
+        (taken out of ``edges`` and ``pending``)."""
+        aliases = {q.refs[i].alias for i in joined}
+        ready = [e for e in edges if e.left in joined and e.right in joined]
+        for e in ready:
+            edges.remove(e)
+        terms = [e.predicate() for e in ready]
+        for t in list(pending):
+            if all(c.split(".", 1)[0] in aliases for c in t.columns()):
+                terms.append(t)
+                pending.remove(t)
+        return [("filter", conjunction(terms))] if terms else []
+
+    def _side_scan(self, q: SelectQuery, side: int, joiners: list[int], key: str | None = None,
+                   broadcast: bool = False, constant: str | None = None) -> tuple:
+        """The scan of one table of a join, projected to the columns the query needs and sent
+        to the join nodes by a hash of ``key`` (or broadcast, or round-robin when there is no
+        key); ``constant`` (or, broadcast, ``key``) adds a column of zeros to join on."""
+        ref = q.refs[side]
+        cols = [c.name for c in ref.table.schema.columns if f"{ref.alias}.{c.name}" in q.needed] \
+            or [ref.table.schema.columns[0].name]
+        outputs = [(f"{ref.alias}.{c}", Col(c)) for c in cols]
+        tag = key if broadcast else constant
+        if tag is not None:
+            outputs.append((tag, Const(0)))
+        x = self.exchange("scan")
+        if broadcast:
+            sink = {"kind": "split", "exchange": x, "mode": "broadcast", "consumers": joiners}
+        else:
+            p = Hash(key) if key is not None and constant is None else RoundRobin()
+            p.fit(None, len(joiners))
+            sink = {"kind": "split", "exchange": x, "mode": "partition", "consumers": joiners,
+                    "partitioner": p}
+        spec = {"id": self.exchange("scan"), "hint": self.hints,
+                "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
+                "steps": [("project", outputs)], "sink": sink}
+        return spec, self._targets(ref), x, self.dry(spec).schema
+
     def _probe_distinct(self, q: SelectQuery, join: dict, join_schema: Schema, joiners: list[int],
                         pspec: dict, pnodes: list[int], scan_text: str) -> tuple[Schema, np.ndarray]:
         """The probe phase of a SELECT DISTINCT over a join: the join nodes send their
@@ -1142,6 +1302,10 @@ def _nonzero(c: dict) -> bool:
 
 
 __all__ = ["ParallelDatabase", "ParallelResult"]
+
+#: the most tables one parallel join pipeline takes (every join fragment and the streaming scan
+#: run at once in the probe phase, on a thread or an actor slot of each node)
+MAX_PIPELINE_TABLES = 4
 
 
 _PARTITION_HINT = re.compile(r"partition\s*=\s*([A-Za-z_][\w]*(?:\s*\([^)]*\))?)", re.IGNORECASE)
