@@ -1,0 +1,538 @@
+"""What the fuzzer generates: small random tables and random SQL over them.
+
+Data (``random_tables``). Two or three tables ``t0, t1, t2``. Every table has an int32 join key
+``k`` with a small domain (so joins find matches and values repeat), plus a few columns drawn
+from: ``i`` (int32), ``l`` (int64), ``f`` / ``g`` (float64), ``s`` / ``u`` (text). A column is
+*wide* when it may hold extremes (int32 min and max, int64 values whose SUM overflows 64 bits,
+1e15); arithmetic is only generated on narrow columns, so DuckDB never reports an overflow of
+its own. Floats are multiples of 0.25, so sums of them are exact in any order. Text columns get
+a fixed width (``minidb.width`` field metadata) that may be wider than the longest value, so two
+tables can join a char(9) column with a char(5) one. Tables may be empty or hold one row.
+
+Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
+
+* selections: comparisons of a column with a literal of either numeric type (``f < 5``,
+  ``i = 5.5``, ``f >= -10``), with another column, BETWEEN, combined with AND / OR / NOT;
+* projections: columns, ``*``, arithmetic (+ - * and / or % by a non-zero literal), aliases;
+* aggregates: MIN MAX SUM COUNT AVG and COUNT(*), scalar or with GROUP BY one or two columns;
+* joins of two or three tables on equalities (JOIN ... ON or a comma list with WHERE), keys of
+  the same or of different types (int32 = int64, int = float, char(9) = char(5));
+* ORDER BY output columns (by name or position) ASC / DESC, LIMIT.
+
+Feature flags. SQL that other work is adding to minidb is generated only when its flag is on.
+``FEATURES`` below is the one place that says which are on by default: flip a flag to True when
+its feature lands, or switch flags on for one run with ``--features``.
+
+Each query carries *traits*: short tags for the risky things it does (``float_col_int_literal``,
+``join_mixed_types``, ...). They do not change the query; they let ``triage`` say which known
+class of bug a failure most likely belongs to.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+# -- feature flags: the ONE place that says what SQL is generated --------------------------------
+FEATURES: dict[str, bool] = {
+    "utf8": False,  # non-ASCII text ('é', '日本') in string columns
+    "nulls": False,  # NULL values in the data; IS [NOT] NULL
+    "distinct": False,  # SELECT DISTINCT
+    "count_distinct": False,  # COUNT(DISTINCT x)
+    "having": False,  # GROUP BY ... HAVING
+    "in_list": False,  # x [NOT] IN (1, 2, 3)
+    "like": False,  # s [NOT] LIKE 'a%'
+    "case": False,  # CASE WHEN ... THEN ... ELSE ... END
+    "cast": False,  # CAST(x AS BIGINT / DOUBLE / VARCHAR)
+    "union_all": False,  # SELECT ... UNION ALL SELECT ...
+    "left_join": False,  # a LEFT JOIN b ON ...
+    "scalar_subquery": False,  # x > (SELECT AVG(y) FROM t)
+    "scalar_functions": False,  # ABS, LOWER, UPPER, LENGTH, SUBSTRING
+    # The parallel engine runs one hash join per query on one equality (a documented limit,
+    # minidb/cluster/coordinator.py); on, it also gets three-table and two-equality joins.
+    "parallel_multiway_join": False,
+}
+
+
+def features_from(spec: str | None) -> frozenset[str]:
+    """The flags switched on: the defaults of ``FEATURES``, or ``"all"``, ``"none"`` or a
+    comma list of flag names (which replaces the defaults)."""
+    if spec is None:
+        return frozenset(name for name, on in FEATURES.items() if on)
+    spec = spec.strip().lower()
+    if spec == "all":
+        return frozenset(FEATURES)
+    if spec in ("", "none"):
+        return frozenset()
+    names = {n.strip() for n in spec.split(",") if n.strip()}
+    unknown = names - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown feature flag(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+    return frozenset(names)
+
+
+# -- values -------------------------------------------------------------------------------------
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_EXTREMES = [INT32_MIN, INT32_MAX, INT32_MAX - 1, -1_000_000_000, 1_000_000_000]
+# Large enough that the SUM of a few of them overflows int64 (DuckDB sums into a 128-bit HUGEINT).
+INT64_EXTREMES = [INT64_MAX, INT64_MIN, 4 * 10**18, -4 * 10**18, 2**62, 3_000_000_000]
+FLOAT_SPECIALS = [-10.5, -10.0, -2.25, -0.5, 0.0, 0.5, 3.0, 4.5, 5.0, 5.5, 7.25, 1e15, -1e15]
+ASCII_WORDS = ["a", "b", "ab", "abc", "B", "zz", "x y", "shoe", "toy", ""]
+UTF8_WORDS = ["é", "日本", "naïve", "ß", "Ωmega"]
+
+
+@dataclass
+class ColumnSpec:
+    name: str
+    kind: str  # "int32", "int64", "float64" or "char"
+    wide: bool = False  # may hold extremes: no arithmetic on it
+    width: int = 0  # bytes, for "char"
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind != "char"
+
+    def arrow_field(self) -> pa.Field:
+        types = {"int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(),
+                 "char": pa.string()}
+        meta = {b"minidb.width": str(self.width).encode()} if self.kind == "char" else None
+        return pa.field(self.name, types[self.kind], metadata=meta)
+
+
+@dataclass
+class TableSpec:
+    name: str
+    columns: list[ColumnSpec]
+    rows: list[tuple]
+
+    def column(self, name: str) -> ColumnSpec:
+        return next(c for c in self.columns if c.name == name)
+
+    def arrow(self) -> pa.Table:
+        schema = pa.schema([c.arrow_field() for c in self.columns])
+        data = {c.name: [r[j] for r in self.rows] for j, c in enumerate(self.columns)}
+        return pa.table(data, schema=schema)
+
+    def with_rows(self, rows: list[tuple]) -> TableSpec:
+        return TableSpec(self.name, self.columns, rows)
+
+
+def _value(rng: random.Random, col: ColumnSpec, words: list[str]):
+    """One random value of ``col``: mostly a small domain (duplicates), sometimes an extreme."""
+    if col.kind == "char":
+        return rng.choice(words)
+    if col.kind == "float64":
+        if rng.random() < 0.4:
+            special = rng.choice(FLOAT_SPECIALS)
+            return special if col.wide or abs(special) < 1e6 else 0.25
+        return rng.randint(-40, 40) / 4
+    if col.wide and rng.random() < 0.3:
+        return rng.choice(INT32_EXTREMES if col.kind == "int32" else INT64_EXTREMES)
+    return rng.randint(-6, 6) if col.name == "k" else rng.randint(-20, 20)
+
+
+def _columns(rng: random.Random, words: list[str]) -> list[ColumnSpec]:
+    cols = [ColumnSpec("k", "int32")]
+    for name, kind in (("i", "int32"), ("l", "int64"), ("f", "float64"), ("g", "float64"),
+                       ("s", "char"), ("u", "char")):
+        if rng.random() < 0.55:
+            cols.append(ColumnSpec(name, kind, wide=kind != "char" and rng.random() < 0.35))
+    if not any(c.kind == "float64" for c in cols):
+        cols.append(ColumnSpec("f", "float64"))
+    for c in cols:
+        if c.kind == "char":
+            longest = max(len(w.encode()) for w in words)
+            c.width = rng.choice([longest, longest + 3, 12])
+    return cols
+
+
+def random_table(rng: random.Random, name: str, features: frozenset[str]) -> TableSpec:
+    """A table of 0 to a few hundred rows (one row, empty and small are frequent)."""
+    words = ASCII_WORDS + (UTF8_WORDS if "utf8" in features else [])
+    cols = _columns(rng, words)
+    n = rng.choice([0, 1, 1, 2, 3, 5, 8, 13, 20, 30, 50, 80, 120, 300])
+    null_rate = rng.choice([0.0, 0.1, 0.3]) if "nulls" in features else 0.0
+    rows = []
+    for _ in range(n):
+        row = [None if rng.random() < null_rate else _value(rng, c, words) for c in cols]
+        rows.append(tuple(row))
+    return TableSpec(name, cols, rows)
+
+
+def random_tables(rng: random.Random, features: frozenset[str]) -> list[TableSpec]:
+    return [random_table(rng, f"t{j}", features) for j in range(rng.choice([2, 3, 3]))]
+
+
+# -- literals -----------------------------------------------------------------------------------
+def sql_literal(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, float):
+        return repr(v) if v == v and abs(v) != float("inf") else "0.0"
+    return str(v)
+
+
+# -- queries ------------------------------------------------------------------------------------
+@dataclass
+class Query:
+    """One generated SELECT: its text without ORDER BY / LIMIT, then those, kept apart so the
+    oracle can also run it without LIMIT (to see which rows tie at the cut)."""
+
+    body: str
+    order: list[tuple[int, bool]] = field(default_factory=list)  # (1-based output column, desc)
+    limit: int | None = None
+    traits: set[str] = field(default_factory=set)
+    hint: str | None = None  # a planner hint for minidb only ("index", "nested_loops", ...)
+    tables: set[str] = field(default_factory=set)  # names of the tables it reads
+
+    def sql(self, with_limit: bool = True) -> str:
+        text = self.body
+        if self.order:
+            text += " ORDER BY " + ", ".join(f"{p}{' DESC' if d else ''}" for p, d in self.order)
+        if with_limit and self.limit is not None:
+            text += f" LIMIT {self.limit}"
+        return text
+
+
+@dataclass
+class _Source:
+    """A table as it appears in FROM, under an alias."""
+
+    table: TableSpec
+    alias: str
+    qualify: bool
+
+    def ref(self, col: ColumnSpec) -> str:
+        return f"{self.alias}.{col.name}" if self.qualify else col.name
+
+
+class QueryGenerator:
+    """Random SELECT statements over ``tables`` (a fresh ``Query`` per call of ``query``)."""
+
+    def __init__(self, rng: random.Random, tables: list[TableSpec], features: frozenset[str],
+                 parallel: bool = False):
+        self.rng = rng
+        self.tables = tables
+        self.features = features
+        self.traits: set[str] = set()
+        # one join equality per query, unless the parallel engine is known to do more
+        self.one_equality = parallel and "parallel_multiway_join" not in features
+
+    def on(self, flag: str, p: float = 0.15) -> bool:
+        """True with probability ``p`` when the feature ``flag`` is switched on."""
+        return flag in self.features and self.rng.random() < p
+
+    # -- the statement ----------------------------------------------------------------------------
+    def query(self) -> Query:
+        self.traits = set()
+        r = self.rng.random()
+        if self.on("union_all", 0.08):
+            q = self._union_all()
+        elif r < 0.45:
+            q = self._select(self._from_one())
+        else:
+            q = self._select(self._from_join())
+        q.traits |= self.traits
+        return q
+
+    def _from_one(self) -> tuple[list[_Source], str, list[str]]:
+        t = self.rng.choice(self.tables)
+        return [_Source(t, t.name, False)], t.name, []
+
+    def _from_join(self) -> tuple[list[_Source], str, list[str]]:
+        """Two or three tables (a table may appear twice, under another alias), joined on
+        equalities, either JOIN ... ON or a comma list with the equalities in WHERE."""
+        n = 2 if self.one_equality else self.rng.choice([2, 2, 3])
+        picked = [self.rng.choice(self.tables) for _ in range(n)]
+        sources = [_Source(t, "abc"[j], True) for j, t in enumerate(picked)]
+        self.traits.add("join3" if n == 3 else "join2")
+        comma = self.rng.random() < 0.3
+        left_join = not comma and self.on("left_join", 0.3)
+        text = f"{picked[0].name} a"
+        where_terms = []
+        for j in range(1, n):
+            other = self.rng.randrange(j)
+            eq = self._join_equality(sources[other], sources[j])
+            if comma:
+                text += f", {picked[j].name} {sources[j].alias}"
+                where_terms.append(eq)
+            else:
+                join = "LEFT JOIN" if left_join else "JOIN"
+                text += f" {join} {picked[j].name} {sources[j].alias} ON {eq}"
+        if left_join:
+            self.traits.add("left_join")
+        return sources, text, where_terms
+
+    def _join_equality(self, left: _Source, right: _Source) -> str:
+        lcol = self.rng.choice(left.table.columns) if self.rng.random() < 0.5 \
+            else left.table.column("k")
+        candidates = [c for c in right.table.columns if c.numeric == lcol.numeric]
+        if not candidates:
+            lcol = left.table.column("k")
+            candidates = [c for c in right.table.columns if c.numeric]
+        rcol = self.rng.choice(candidates)
+        if lcol.kind != rcol.kind or (lcol.kind == "char" and lcol.width != rcol.width):
+            self.traits.add("join_mixed_types")
+        return f"{left.ref(lcol)} = {right.ref(rcol)}"
+
+    def _select(self, frm: tuple[list[_Source], str, list[str]]) -> Query:
+        sources, from_text, join_terms = frm
+        where = join_terms + ([self.predicate(sources)] if self.rng.random() < 0.75 else [])
+        aggregate = self.rng.random() < 0.4
+        if aggregate:
+            items, group, order_pool = self._aggregate_items(sources)
+        else:
+            items, group, order_pool = self._plain_items(sources), [], None
+        distinct = not aggregate and self.on("distinct", 0.3)
+        text = "SELECT " + ("DISTINCT " if distinct else "") + ", ".join(items)
+        text += " FROM " + from_text
+        if where:
+            text += " WHERE " + " AND ".join(f"({w})" if " OR " in w else w for w in where)
+        if group:
+            text += " GROUP BY " + ", ".join(group)
+            if self.on("having", 0.4):
+                text += " HAVING " + self._having(sources)
+                self.traits.add("having")
+        if distinct:
+            self.traits.add("distinct")
+        q = Query(text, tables={s.table.name for s in sources})
+        self._order_limit(q, len(items) if order_pool is None else order_pool)
+        q.hint = self._hint()
+        return q
+
+    def _order_limit(self, q: Query, n_outputs: int) -> None:
+        if self.rng.random() < 0.35:
+            positions = self.rng.sample(range(1, n_outputs + 1), self.rng.randint(1, n_outputs))
+            q.order = [(p, self.rng.random() < 0.4) for p in positions]
+            q.traits.add("order_by")
+            if self.rng.random() < 0.6:
+                q.limit = self.rng.choice([0, 1, 2, 3, 5, 10, 50])
+                q.traits.add("limit")
+
+    def _hint(self) -> str | None:
+        if self.rng.random() < 0.15:
+            return self.rng.choice(["scan", "index", "clustered_index", "nested_loops", "hash_join"])
+        return None
+
+    # -- SELECT lists -------------------------------------------------------------------------------
+    def _plain_items(self, sources: list[_Source]) -> list[str]:
+        if self.rng.random() < 0.1:
+            return ["*"] if self.rng.random() < 0.5 else [f"{self.rng.choice(sources).alias}.*"
+                                                          if sources[0].qualify else "*"]
+        items = []
+        for j in range(self.rng.randint(1, 4)):
+            src = self.rng.choice(sources)
+            if self.rng.random() < 0.3:
+                e = self.numeric_expr(sources)
+            else:
+                e = self.scalar_function(src) if self.on("scalar_functions", 0.2) \
+                    else src.ref(self.rng.choice(src.table.columns))
+            if self.on("case", 0.1):
+                e = self._case(sources)
+            elif self.on("cast", 0.1):
+                e = self._cast(sources)
+            elif self.on("scalar_subquery", 0.05):
+                e = self._scalar_subquery()
+            items.append(e + (f" AS c{j}" if self.rng.random() < 0.3 else ""))
+        return items
+
+    def _aggregate_items(self, sources: list[_Source]) -> tuple[list[str], list[str], int]:
+        group = []
+        if self.rng.random() < 0.6:
+            src_cols = [(s, c) for s in sources for c in s.table.columns]
+            for s, c in self.rng.sample(src_cols, min(len(src_cols), self.rng.choice([1, 1, 2]))):
+                group.append(s.ref(c))
+            self.traits.add("group_by")
+        else:
+            self.traits.add("scalar_aggregate")
+        aggs = [self.aggregate(sources) for _ in range(self.rng.randint(1, 3))]
+        items = list(group) + aggs
+        if group and self.rng.random() < 0.3:
+            items = aggs + group  # group columns need not come first
+        return items, group, len(items)
+
+    def aggregate(self, sources: list[_Source]) -> str:
+        """MIN / MAX (any column), SUM / AVG (numeric columns or expressions), COUNT."""
+        src = self.rng.choice(sources)
+        col = self.rng.choice(src.table.columns)
+        func = self.rng.choice(["MIN", "MAX", "SUM", "AVG", "COUNT", "COUNT(*)"])
+        if func == "COUNT(*)":
+            return "COUNT(*)"
+        if func == "COUNT" and self.on("count_distinct", 0.4):
+            self.traits.add("count_distinct")
+            return f"COUNT(DISTINCT {src.ref(col)})"
+        if func in ("SUM", "AVG"):
+            if not col.numeric:
+                col = src.table.column("k")
+            if self.rng.random() < 0.25:
+                return f"{func}({self.numeric_expr(sources)})"
+            if col.kind == "int64" and col.wide:
+                self.traits.add("sum_wide_int64")
+        return f"{func}({src.ref(col)})"
+
+    def _having(self, sources: list[_Source]) -> str:
+        agg = self.aggregate(sources)
+        if agg.startswith(("MIN(", "MAX(")) and "(DISTINCT" not in agg:
+            agg = "COUNT(*)"
+        return f"{agg} {self.rng.choice(['>', '>=', '<', '='])} {self.rng.randint(-2, 3)}"
+
+    # -- expressions --------------------------------------------------------------------------------
+    def numeric_expr(self, sources: list[_Source], depth: int = 0) -> str:
+        """Arithmetic over narrow numeric columns and literals (never dividing by a column)."""
+        src = self.rng.choice(sources)
+        narrow = [c for c in src.table.columns if c.numeric and not c.wide] or [src.table.column("k")]
+        col = self.rng.choice(narrow)
+        left = src.ref(col)
+        if self.on("scalar_functions", 0.15):
+            left = f"ABS({left})"
+        if depth < 1 and self.rng.random() < 0.3:
+            right = self.numeric_expr(sources, depth + 1)
+            op = self.rng.choice(["+", "-", "*"])
+        else:
+            op = self.rng.choice(["+", "-", "*", "/", "%"])
+            if op == "%" and col.kind == "float64":
+                op = "*"
+            right = sql_literal(self._nonzero_literal(integral=op == "%"))
+        self.traits.add("arithmetic")
+        return f"({left} {op} {right})"
+
+    def _nonzero_literal(self, integral: bool):
+        v = self.rng.choice([1, 2, 3, -3, 7]) if integral or self.rng.random() < 0.6 \
+            else self.rng.choice([0.5, 1.5, -2.25, 4.0])
+        return v
+
+    def literal_for(self, col: ColumnSpec):
+        """A literal to compare ``col`` with: usually a value like the data's, of either
+        numeric type whatever the column's type (``f < 5``, ``i = 5.5``)."""
+        if col.kind == "char":
+            words = ASCII_WORDS + (UTF8_WORDS if "utf8" in self.features else [])
+            return self.rng.choice(words + ["a", "m", "zzz"])
+        r = self.rng.random()
+        if r < 0.35:
+            v = self.rng.randint(-12, 12)
+            if col.kind == "float64":
+                self.traits.add("float_col_int_literal")
+            return v
+        if r < 0.7:
+            v = self.rng.choice([-10.5, -0.5, 0.5, 2.25, 4.5, 5.5, -3.0, 5.0])
+            if col.kind != "float64":
+                self.traits.add("int_col_float_literal")
+                if v != int(v):
+                    self.traits.add("int_col_fractional_literal")
+            return v
+        if col.kind == "float64":
+            return self.rng.choice([1e15, -1e15, 0.0, 7.25])
+        if self.rng.random() < 0.1 and col.kind == "int64":
+            self.traits.add("int64_min_literal")
+            return INT64_MIN
+        return self.rng.choice(INT32_EXTREMES + [3_000_000_000, -3_000_000_000])
+
+    def comparison(self, sources: list[_Source]) -> str:
+        src = self.rng.choice(sources)
+        col = self.rng.choice(src.table.columns)
+        op = self.rng.choice(["=", "<>", "<", "<=", ">", ">="])
+        r = self.rng.random()
+        if r < 0.12:  # column against column (same table or another)
+            other_src = self.rng.choice(sources)
+            others = [c for c in other_src.table.columns if c.numeric == col.numeric]
+            if not others:  # e.g. a text column, and the other table has none
+                other_src, others = src, [col]
+            if op == "=" and other_src is not src and self.one_equality:
+                op = "<="  # a second join equality: the parallel engine refuses it
+            return f"{src.ref(col)} {op} {other_src.ref(self.rng.choice(others))}"
+        if r < 0.25:
+            low, high = sorted([self.literal_for(col), self.literal_for(col)],
+                               key=lambda v: (isinstance(v, str), v))
+            self.traits.add("between")
+            return f"{src.ref(col)} BETWEEN {sql_literal(low)} AND {sql_literal(high)}"
+        if r < 0.35 and col.numeric and not col.wide:
+            return f"{self.numeric_expr([src])} {op} {sql_literal(self.literal_for(col))}"
+        lit = self.literal_for(col)
+        if col.kind == "float64" and isinstance(lit, int) and op in ("<", ">", "<=", ">="):
+            self.traits.add("float_col_int_literal_range")
+        if col.kind != "float64" and isinstance(lit, float) and op == "=":
+            self.traits.add("int_col_float_literal_eq")
+        return f"{src.ref(col)} {op} {sql_literal(lit)}"
+
+    def predicate(self, sources: list[_Source], depth: int = 0) -> str:
+        """A condition: comparisons combined with AND / OR / NOT (and flagged forms)."""
+        r = self.rng.random()
+        if depth < 2 and r < 0.3:
+            op = self.rng.choice(["AND", "OR"])
+            return f"({self.predicate(sources, depth + 1)} {op} {self.predicate(sources, depth + 1)})"
+        if depth < 2 and r < 0.4:
+            return f"NOT ({self.predicate(sources, depth + 1)})"
+        flagged = self._flagged_predicate(sources)
+        return flagged or self.comparison(sources)
+
+    def _flagged_predicate(self, sources: list[_Source]) -> str | None:
+        src = self.rng.choice(sources)
+        col = self.rng.choice(src.table.columns)
+        if self.on("nulls", 0.15):
+            self.traits.add("is_null")
+            return f"{src.ref(col)} IS {self.rng.choice(['', 'NOT '])}NULL"
+        if self.on("in_list", 0.12):
+            values = ", ".join(sql_literal(self.literal_for(col)) for _ in range(self.rng.randint(1, 4)))
+            self.traits.add("in_list")
+            return f"{src.ref(col)} {self.rng.choice(['', 'NOT '])}IN ({values})"
+        text_cols = [c for c in src.table.columns if c.kind == "char"]
+        if text_cols and self.on("like", 0.15):
+            pattern = self.rng.choice(["a%", "%b", "_b%", "%", "a_c", "%o%", "é%"])
+            self.traits.add("like")
+            return f"{src.ref(self.rng.choice(text_cols))} {self.rng.choice(['', 'NOT '])}LIKE " \
+                f"{sql_literal(pattern)}"
+        if self.on("scalar_subquery", 0.08) and col.numeric:
+            return f"{src.ref(col)} {self.rng.choice(['<', '>=', '='])} {self._scalar_subquery()}"
+        return None
+
+    # -- flagged expressions ------------------------------------------------------------------------
+    def scalar_function(self, src: _Source) -> str:
+        col = self.rng.choice(src.table.columns)
+        self.traits.add("scalar_functions")
+        if col.kind == "char":
+            f = self.rng.choice(["LOWER", "UPPER", "LENGTH", "SUBSTRING"])
+            return f"SUBSTRING({src.ref(col)}, {self.rng.randint(1, 3)}, {self.rng.randint(0, 3)})" \
+                if f == "SUBSTRING" else f"{f}({src.ref(col)})"
+        if col.wide:  # ABS(int32 min) overflows
+            col = src.table.column("k")
+        return f"ABS({src.ref(col)})"
+
+    def _case(self, sources: list[_Source]) -> str:
+        self.traits.add("case")
+        return f"CASE WHEN {self.comparison(sources)} THEN {self.numeric_expr(sources)} " \
+            f"ELSE {sql_literal(self.rng.randint(-3, 3))} END"
+
+    def _cast(self, sources: list[_Source]) -> str:
+        src = self.rng.choice(sources)
+        col = self.rng.choice(src.table.columns)
+        self.traits.add("cast")
+        if col.kind == "char":
+            return f"CAST({src.ref(col)} AS VARCHAR)"
+        target = "BIGINT" if col.kind == "float64" and not col.wide else "DOUBLE"
+        return f"CAST({src.ref(col)} AS {target})"
+
+    def _scalar_subquery(self) -> str:
+        t = self.rng.choice(self.tables)
+        col = self.rng.choice([c for c in t.columns if c.numeric and not c.wide] or [t.column("k")])
+        self.traits.add("scalar_subquery")
+        func = self.rng.choice(["MIN", "MAX", "AVG", "COUNT"])
+        return f"(SELECT {func}({col.name}) FROM {t.name})"
+
+    def _union_all(self) -> Query:
+        """SELECT one column of one table UNION ALL the same kind of column of another."""
+        picked = [self.rng.choice(self.tables) for _ in range(2)]
+        has_text = all(any(not c.numeric for c in t.columns) for t in picked)
+        numeric = not has_text or self.rng.random() < 0.7
+        parts = []
+        for t in picked:
+            src = _Source(t, t.name, False)
+            cols = [c for c in t.columns if c.numeric == numeric]
+            where = f" WHERE {self.predicate([src])}" if self.rng.random() < 0.5 else ""
+            parts.append(f"SELECT {self.rng.choice(cols).name} FROM {t.name}{where}")
+        self.traits.add("union_all")
+        return Query(" UNION ALL ".join(parts), tables={t.name for t in picked})

@@ -1,0 +1,111 @@
+"""Triage: which known class of bug a failure most likely belongs to.
+
+The classes are the ones issue 15 lists (and the fuzzer found). Each has a short label and a test
+on the failing execution: its outcome, the traits its query was generated with, the
+configuration, the error message or the two answers. The first class whose test matches names the
+failure; anything else is ``new: ...``, which is what to look at first. The labels are hints for
+a person reading the report, not proofs: a shrunk reproduction is the evidence.
+
+When a class is fixed, its failures disappear from the summary; its entry can stay (it costs
+nothing) or be removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .configs import Config
+from .grammar import Query
+
+
+@dataclass
+class Failure:
+    """One execution that was not ``ok`` (nor ``oracle_error``)."""
+
+    outcome: str  # "wrong", "raw_exception" or "refused"
+    config: Config
+    tables: list  # the TableSpecs it needs
+    query: Query | None  # None: loading a table failed
+    detail: str  # why it is wrong, or the exception's type and message
+    got: list | None = None
+    want: list | None = None
+    where: str = ""  # "SEED:KIND:ROUND:QUERY" for --replay
+    label: str = ""
+    features: frozenset[str] = frozenset()  # the feature flags of the run (for --replay)
+
+    def replay_command(self) -> str:
+        flags = f" --features {','.join(sorted(self.features))}" if self.features else ""
+        return f"python -m tests.fuzz --replay {self.where}{flags}"
+
+
+def _traits(f: Failure) -> set[str]:
+    return f.query.traits if f.query is not None else set()
+
+
+def _multi_node(f: Failure) -> bool:
+    return f.config.kind != "single" and f.config.nodes >= 2
+
+
+def _has_hash_table(f: Failure) -> bool:
+    return any(d.organization == "hash" for d in f.config.designs.values())
+
+
+def _empty_aggregate(f: Failure) -> bool:
+    if "scalar_aggregate" not in _traits(f) or f.want is None or len(f.want) != 1:
+        return False
+    got = f.got or []
+    nan = bool(got) and any(isinstance(v, float) and v != v for v in got[0])
+    zero_for_null = bool(got) and any(w is None and g is not None
+                                      for w, g in zip(f.want[0], got[0], strict=False))
+    return not got or nan or zero_for_null
+
+
+def _overflow(f: Failure) -> bool:
+    big = [v for row in f.want or [] for v in row if isinstance(v, int) and abs(v) >= 2**63]
+    return bool(big) or "sum_wide_int64" in _traits(f)
+
+
+KNOWN: list[tuple[str, Callable[[Failure], bool]]] = [
+    ("aggregate over no rows (no row, or NaN, instead of NULL / 0)",
+     lambda f: f.outcome == "wrong" and _empty_aggregate(f)),
+    ("SUM / AVG of int64 wraps around instead of widening",
+     lambda f: f.outcome == "wrong" and _overflow(f)),
+    ("float column against an integer literal with < > <= >= (filter dropped)",
+     lambda f: f.outcome == "wrong" and "float_col_int_literal_range" in _traits(f)),
+    ("parallel join on keys of different types drops matches",
+     lambda f: f.outcome == "wrong" and "join_mixed_types" in _traits(f) and _multi_node(f)),
+    ("hash-organized table: key = non-integral literal finds a row",
+     lambda f: f.outcome == "wrong" and "int_col_fractional_literal" in _traits(f)
+     and _has_hash_table(f)),
+    ("int column against a fractional literal",
+     lambda f: f.outcome == "wrong" and "int_col_fractional_literal" in _traits(f)),
+    ("float column against an integer literal",
+     lambda f: f.outcome == "wrong" and "float_col_int_literal" in _traits(f)),
+    ("range_uniform on a text column refused ('is numeric')",
+     lambda f: f.outcome == "refused" and "numeric" in f.detail
+     and "range_uniform" in f.config.describe()),
+    ("range_uniform table loaded empty refused ('no boundaries')",
+     lambda f: f.outcome == "refused" and "boundaries" in f.detail),
+    ("literal -9223372036854775808 refused",
+     lambda f: f.outcome == "refused" and "int64_min_literal" in _traits(f)),
+    ("hash join fails with MemoryBudgetError instead of spilling",
+     lambda f: f.outcome == "refused" and f.detail.startswith("MemoryBudgetError")),
+    ("non-ASCII text crashes",
+     lambda f: f.outcome == "raw_exception" and "utf8" in f.features
+     and ("Unicode" in f.detail or "storage/schema.py" in f.detail)),
+]
+
+
+def classify(f: Failure) -> str:
+    for label, test in KNOWN:
+        if test(f):
+            return label
+    return f"new: {f.outcome}: {_normalize(f.detail)[:100]}"
+
+
+def _normalize(detail: str) -> str:
+    """The message with names and numbers blanked, so failures of one kind count together."""
+    detail = re.sub(r"'[^']*'", "'…'", detail)
+    return re.sub(r"\d+", "N", detail)
