@@ -108,11 +108,14 @@ def execute(db, con: duckdb.DuckDBPyConnection, query: Query) -> Verdict:
 
 # -- loading ------------------------------------------------------------------------------------
 def load(config: Config, tables: list[TableSpec]):
-    """Open ``config`` and load ``tables``: (db, None) or (None, Verdict) when loading failed."""
+    """Open ``config`` and load ``tables``: (db, None) or (None, Verdict) when loading failed
+    (the Verdict's ``got`` then names the tables loaded, the failing one last)."""
     db = None
+    done: list[str] = []
     try:
         db = config.open()
         for t in tables:
+            done.append(t.name)
             config.load(db, t)
         return db, None
     except MinidbError as e:
@@ -120,6 +123,7 @@ def load(config: Config, tables: list[TableSpec]):
     except Exception as e:  # noqa: BLE001
         verdict = Verdict("raw_exception", _exception_text(e))
     _close(db)
+    verdict.got = done
     return None, verdict
 
 
@@ -135,6 +139,7 @@ def recheck(config: Config, tables: list[TableSpec], query: Query | None) -> Ver
     """Run one case from scratch (a fresh database): what shrinking and --replay use."""
     db, failed = load(config, tables)
     if failed is not None:
+        failed.got = None
         return failed
     try:
         return execute(db, duckdb_with(tables), query) if query is not None else Verdict("ok")
@@ -172,7 +177,8 @@ def _same_failure(failure: Failure, tables: list[TableSpec]) -> bool:
     v = recheck(failure.config, tables, failure.query)
     if v.outcome != failure.outcome:
         return False
-    trial = Failure(v.outcome, failure.config, tables, failure.query, v.detail, v.got, v.want)
+    trial = Failure(v.outcome, failure.config, tables, failure.query, v.detail, v.got, v.want,
+                    features=failure.features)
     return classify(trial) == failure.label
 
 
@@ -197,7 +203,8 @@ def run_round(stats: Stats, seed: int, round_no: int, kind: str, features: froze
     db, failed = load(config, tables)
     if failed is not None:
         stats.count(config, failed.outcome)
-        _record(stats, Failure(failed.outcome, config, tables, None, failed.detail,
+        needed = [t for t in tables if t.name in failed.got]
+        _record(stats, Failure(failed.outcome, config, needed, None, failed.detail,
                                where=f"{seed}:{kind}:{round_no}", features=features))
         return
     con = duckdb_with(tables)

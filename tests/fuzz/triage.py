@@ -52,14 +52,20 @@ def _has_hash_table(f: Failure) -> bool:
     return any(d.organization == "hash" for d in f.config.designs.values())
 
 
-def _empty_aggregate(f: Failure) -> bool:
-    if "scalar_aggregate" not in _traits(f) or f.want is None or len(f.want) != 1:
+def _empty_aggregate(f: Failure, how: str) -> bool:
+    """A scalar aggregate whose SQL answer is one row with NULLs (no input rows), where minidb
+    gives ``how``: "no row", "NaN" or "a value" (0 for SUM)."""
+    if f.outcome != "wrong" or "scalar_aggregate" not in _traits(f) or not f.want \
+            or len(f.want) != 1 or f.got is None:
         return False
-    got = f.got or []
-    nan = bool(got) and any(isinstance(v, float) and v != v for v in got[0])
-    zero_for_null = bool(got) and any(w is None and g is not None
-                                      for w, g in zip(f.want[0], got[0], strict=False))
-    return not got or nan or zero_for_null
+    if how == "no row":
+        return not f.got
+    if not f.got:
+        return False
+    pairs = list(zip(f.want[0], f.got[0], strict=False))
+    if how == "NaN":
+        return any(w is None and isinstance(g, float) and g != g for w, g in pairs)
+    return any(w is None and g is not None for w, g in pairs)
 
 
 def _overflow(f: Failure) -> bool:
@@ -68,8 +74,12 @@ def _overflow(f: Failure) -> bool:
 
 
 KNOWN: list[tuple[str, Callable[[Failure], bool]]] = [
-    ("aggregate over no rows (no row, or NaN, instead of NULL / 0)",
-     lambda f: f.outcome == "wrong" and _empty_aggregate(f)),
+    ("scalar aggregate over no rows gives no row (SQL: one row, NULL / COUNT 0)",
+     lambda f: _empty_aggregate(f, "no row")),
+    ("scalar aggregate over no rows gives NaN instead of NULL",
+     lambda f: _empty_aggregate(f, "NaN")),
+    ("scalar aggregate over no rows gives a value (SUM 0) instead of NULL",
+     lambda f: _empty_aggregate(f, "a value")),
     ("SUM / AVG of int64 wraps around instead of widening",
      lambda f: f.outcome == "wrong" and _overflow(f)),
     ("float column against an integer literal with < > <= >= (filter dropped)",
