@@ -54,9 +54,9 @@ def test_fuzz_short():
 
 @pytest.mark.ray
 def test_fuzz_ray(ray_session):
-    stats = run_fuzz(40, seed=SEED, kinds=("ray",), features=features_from(None),
-                     queries_per_round=20)
-    assert stats.per_kind["ray"] == 40
+    stats = run_fuzz(48, seed=SEED, kinds=("ray",), features=features_from(None),
+                     queries_per_round=8)
+    assert stats.per_kind["ray"] == 48
     _assert_clean(stats, SEED)
 
 
@@ -79,6 +79,7 @@ MIX = _table({"id": (pa.int32(), [1, 2, 3, 4, 5]),
               "f": (pa.float64(), [-10.5, -10.0, 4.5, 5.0, 5.5])})
 NARROW = _table({"k": (pa.int32(), [1, 2, 3]), "s": (pa.string(), ["a", "b", "c"])}, {"s": 5})
 WIDE = _table({"k": (pa.float64(), [1.0, 2.0, 3.5]), "s": (pa.string(), ["a", "b", "zz"])}, {"s": 9})
+EMPTY = _table({"k": (pa.int32(), []), "s": (pa.string(), [])}, {"s": 4})
 BIG = _table({"l": (pa.int64(), [4 * 10**18, 4 * 10**18, 4 * 10**18])})
 
 # name -> (tables, how each is stored: single-node kwargs / partitioning, SQL)
@@ -86,8 +87,8 @@ FOUND = {
     "float_column_below_int_literal_clustered": (
         {"mix": MIX}, {"mix": TableDesign(clustered="f")}, "SELECT id, f FROM mix WHERE f < -10"),
     "float_column_range_partition_pruning": (
-        {"mix": MIX}, {"mix": TableDesign(partition="range(f: 0.5)")},
-        "SELECT id FROM mix WHERE f > 5"),
+        {"mix": MIX}, {"mix": TableDesign(partition="range(f: -10.25, 4.75)")},
+        "SELECT id FROM mix WHERE f > 4"),
     "hash_key_equals_fractional_literal": (
         {"narrow": NARROW}, {"narrow": TableDesign("hash", "k")},
         "SELECT k FROM narrow WHERE k = 2.5"),
@@ -105,6 +106,9 @@ FOUND = {
         {"mix": MIX}, {"mix": TableDesign()}, "SELECT SUM(id), COUNT(*) FROM mix WHERE id > 100"),
     "sum_int64_overflow": (
         {"big": BIG}, {"big": TableDesign()}, "SELECT SUM(l), AVG(l) FROM big"),
+    "range_uniform_text_empty_table": (
+        {"empty": EMPTY}, {"empty": TableDesign(partition="range_uniform(s)")},
+        "SELECT k FROM empty WHERE s < 'm'"),
     "int64_min_literal": (
         {"big": BIG}, {"big": TableDesign()}, "SELECT l FROM big WHERE l > -9223372036854775808"),
 }

@@ -95,7 +95,7 @@ def sub_multiset(part: list[tuple], whole: list[tuple], rel: float) -> bool:
 
 # -- order ----------------------------------------------------------------------------------------
 def _compare_values(a, b, rel: float) -> int:
-    if same_value(a, b, rel):
+    if (a == b) if rel == 0 else same_value(a, b, rel):
         return 0
     if a is None:
         return 1  # NULLS LAST
@@ -126,9 +126,10 @@ def compare(query: Query, got: list[tuple], want: list[tuple], want_unlimited: l
         return f"{len(got[0])} columns instead of {len(want[0])}"
     if not query.order:
         return None if same_multiset(got, want, rel) else "different rows"
-    cmp = order_comparator(query.order, rel)
-    if any(cmp(got[j], got[j + 1]) > 0 for j in range(len(got) - 1)):
+    exact = order_comparator(query.order, 0)  # minidb's rows against each other: exact
+    if any(exact(got[j], got[j + 1]) > 0 for j in range(len(got) - 1)):
         return "rows not in ORDER BY order"
+    cmp = order_comparator(query.order, rel)  # minidb's rows against DuckDB's: with tolerance
     if query.limit is None:
         return None if same_multiset(got, want, rel) else "different rows"
     if len(got) != len(want):

@@ -24,7 +24,7 @@ import duckdb
 
 from minidb.errors import MinidbError
 
-from .configs import Config, sample_config
+from .configs import Config, TableDesign, sample_config
 from .grammar import Query, QueryGenerator, TableSpec, random_tables
 from .oracle import compare, duckdb_with, rows_of
 from .triage import Failure, classify
@@ -316,6 +316,16 @@ def _difference(got: list, want: list) -> tuple[list, list]:
     return only_got, only_want
 
 
+def cross_check(f: Failure) -> str:
+    """The failure's outcome on the plainest configuration (one node, heap files, no index): if
+    that is right, the bug is in what the failing configuration adds (an index, a hash file,
+    partitioning, the parallel operators)."""
+    if f.query is None:
+        return "not tried (loading failed)"
+    plain = Config("single", "heap", 4096, 1024, "lru", 1, {t.name: TableDesign() for t in f.tables})
+    return recheck(plain, f.tables, f.query).outcome
+
+
 def _show(rows: list | None, most: int = 12) -> str:
     if rows is None:
         return "-"
@@ -332,5 +342,6 @@ def failure_report(stats: Stats, examples: dict[str, Failure]) -> str:
         out.append(f"== {n} x {label}\n   at {' '.join(where[:8])}{more}")
         if label in examples:
             out.append(reproduction(examples[label]))
+            out.append(f"# the same query on a single-node heap: {cross_check(examples[label])}")
         out.append("")
     return "\n".join(out)
