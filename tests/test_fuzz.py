@@ -136,7 +136,7 @@ def _run_found(name: str, kind: str, nodes: int) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(FOUND))
-@pytest.mark.parametrize("kind,nodes", [("single", 1), ("parallel", 3)])
+@pytest.mark.parametrize("kind,nodes", [("single", 1), ("parallel", 1), ("parallel", 3)])
 def test_found(name, kind, nodes):
     _run_found(name, kind, nodes)
 

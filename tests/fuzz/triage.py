@@ -78,7 +78,7 @@ def _overflow(f: Failure) -> bool:
     for r, s in zip(sorted(f.got, key=repr), sorted(f.want, key=repr), strict=True):
         for g, w in zip(r, s, strict=False):
             if isinstance(w, int | float) and isinstance(g, int | float) and not isinstance(w, bool):
-                if g != w and max(abs(g), abs(w)) >= 1e17:
+                if g != w and max(abs(g), abs(w)) >= 1e16:
                     return True
     return False
 
@@ -127,5 +127,7 @@ def classify(f: Failure) -> str:
 
 def _normalize(detail: str) -> str:
     """The message with names and numbers blanked, so failures of one kind count together."""
+    detail = re.sub(r"\(.*\)", "(…)", detail)  # SQL quoted in the message
     detail = re.sub(r"'[^']*'", "'…'", detail)
+    detail = re.sub(r"\bcolumn [\w.]+", "column …", detail)
     return re.sub(r"\d+", "N", detail)
