@@ -127,6 +127,8 @@ def sample_config(rng: random.Random, kind: str, tables: list[TableSpec]) -> Con
     nodes = rng.randint(1, 8) if kind == "parallel" else rng.randint(1, 3)
     label = rng.choice(PARTITIONERS)
     designs = {t.name: _parallel_design(rng, label, t, nodes) for t in tables}
+    # at least 64 pages per node: the small pools are exercised on the single node, where a
+    # hash join that does not fit is reported (MemoryBudgetError) rather than spread over nodes
     return Config(kind, label, page_size, max(buffer_pages, 64), policy, nodes, designs)
 
 

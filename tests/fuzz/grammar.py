@@ -286,10 +286,7 @@ class QueryGenerator:
         sources, from_text, join_terms = frm
         where = join_terms + ([self.predicate(sources)] if self.rng.random() < 0.75 else [])
         aggregate = self.rng.random() < 0.4
-        if aggregate:
-            items, group, order_pool = self._aggregate_items(sources)
-        else:
-            items, group, order_pool = self._plain_items(sources), [], None
+        items, group = self._aggregate_items(sources) if aggregate else (self._plain_items(sources), [])
         distinct = not aggregate and self.on("distinct", 0.3)
         text = "SELECT " + ("DISTINCT " if distinct else "") + ", ".join(items)
         text += " FROM " + from_text
@@ -303,7 +300,7 @@ class QueryGenerator:
         if distinct:
             self.traits.add("distinct")
         q = Query(text, tables={s.table.name for s in sources})
-        self._order_limit(q, len(items) if order_pool is None else order_pool)
+        self._order_limit(q, len(items))  # ORDER BY positions of the SELECT list
         q.hint = self._hint()
         return q
 
@@ -323,9 +320,9 @@ class QueryGenerator:
 
     # -- SELECT lists -------------------------------------------------------------------------------
     def _plain_items(self, sources: list[_Source]) -> list[str]:
-        if self.rng.random() < 0.1:
-            return ["*"] if self.rng.random() < 0.5 else [f"{self.rng.choice(sources).alias}.*"
-                                                          if sources[0].qualify else "*"]
+        if self.rng.random() < 0.1:  # every column (of every table, or of one: "a.*")
+            src = self.rng.choice(sources)
+            return [f"{src.alias}.*" if src.qualify and self.rng.random() < 0.5 else "*"]
         items = []
         for j in range(self.rng.randint(1, 4)):
             src = self.rng.choice(sources)
@@ -343,7 +340,7 @@ class QueryGenerator:
             items.append(e + (f" AS c{j}" if self.rng.random() < 0.3 else ""))
         return items
 
-    def _aggregate_items(self, sources: list[_Source]) -> tuple[list[str], list[str], int]:
+    def _aggregate_items(self, sources: list[_Source]) -> tuple[list[str], list[str]]:
         group = []
         if self.rng.random() < 0.6:
             src_cols = [(s, c) for s in sources for c in s.table.columns]
@@ -356,7 +353,7 @@ class QueryGenerator:
         items = list(group) + aggs
         if group and self.rng.random() < 0.3:
             items = aggs + group  # group columns need not come first
-        return items, group, len(items)
+        return items, group
 
     def aggregate(self, sources: list[_Source]) -> str:
         """MIN / MAX (any column), SUM / AVG (numeric columns or expressions), COUNT."""
