@@ -37,19 +37,19 @@ import pyarrow as pa
 
 # -- feature flags: the ONE place that says what SQL is generated --------------------------------
 FEATURES: dict[str, bool] = {
-    "utf8": False,  # non-ASCII text ('é', '日本') in string columns
+    "utf8": True,  # non-ASCII text ('é', '日本') in string columns
     "nulls": False,  # NULL values in the data; IS [NOT] NULL
-    "distinct": False,  # SELECT DISTINCT
-    "count_distinct": False,  # COUNT(DISTINCT x)
-    "having": False,  # GROUP BY ... HAVING
-    "in_list": False,  # x [NOT] IN (1, 2, 3)
-    "like": False,  # s [NOT] LIKE 'a%'
-    "case": False,  # CASE WHEN ... THEN ... ELSE ... END
-    "cast": False,  # CAST(x AS BIGINT / DOUBLE / VARCHAR)
-    "union_all": False,  # SELECT ... UNION ALL SELECT ...
+    "distinct": True,  # SELECT DISTINCT
+    "count_distinct": True,  # COUNT / SUM / AVG(DISTINCT x), one DISTINCT argument per query
+    "having": True,  # GROUP BY ... HAVING
+    "in_list": True,  # x [NOT] IN (1, 2, 3)
+    "like": True,  # s [NOT] LIKE 'a%'
+    "case": True,  # CASE WHEN ... THEN ... ELSE ... END
+    "cast": True,  # CAST(x AS BIGINT / DOUBLE / VARCHAR)
+    "union_all": True,  # SELECT ... UNION ALL SELECT ...
     "left_join": False,  # a LEFT JOIN b ON ...
-    "scalar_subquery": False,  # x > (SELECT AVG(y) FROM t)
-    "scalar_functions": False,  # ABS, LOWER, UPPER, LENGTH, SUBSTRING
+    "scalar_subquery": True,  # x > (SELECT AVG(y) FROM t)
+    "scalar_functions": True,  # ABS, LOWER, UPPER, LENGTH, SUBSTRING
     # The parallel engine runs one hash join per query on one equality (a documented limit,
     # minidb/cluster/coordinator.py); on, it also gets three-table and two-equality joins.
     "parallel_multiway_join": False,
@@ -232,6 +232,8 @@ class QueryGenerator:
     # -- the statement ----------------------------------------------------------------------------
     def query(self) -> Query:
         self.traits = set()
+        # (column, numeric?) of the DISTINCT aggregates: minidb takes one argument per query
+        self.distinct_argument: tuple[str, bool] | None = None
         r = self.rng.random()
         if self.on("union_all", 0.08):
             q = self._union_all()
@@ -362,12 +364,15 @@ class QueryGenerator:
         func = self.rng.choice(["MIN", "MAX", "SUM", "AVG", "COUNT", "COUNT(*)"])
         if func == "COUNT(*)":
             return "COUNT(*)"
-        if func == "COUNT" and self.on("count_distinct", 0.4):
+        if func in ("SUM", "AVG") and not col.numeric:
+            col = src.table.column("k")
+        if func in ("COUNT", "SUM", "AVG") and self.on("count_distinct", 0.3):
+            if self.distinct_argument is None:
+                self.distinct_argument = (src.ref(col), col.numeric)
+            argument, numeric = self.distinct_argument
             self.traits.add("count_distinct")
-            return f"COUNT(DISTINCT {src.ref(col)})"
+            return f"{func if numeric else 'COUNT'}(DISTINCT {argument})"
         if func in ("SUM", "AVG"):
-            if not col.numeric:
-                col = src.table.column("k")
             if self.rng.random() < 0.25:
                 return f"{func}({self.numeric_expr(sources)})"
             if col.kind == "int64" and col.wide:

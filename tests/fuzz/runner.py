@@ -15,6 +15,7 @@ configuration kinds (``single``, ``parallel``, ``ray``). One round:
 from __future__ import annotations
 
 import random
+import re
 import traceback
 from collections import Counter
 from collections.abc import Callable
@@ -29,7 +30,8 @@ from .grammar import Query, QueryGenerator, TableSpec, random_tables
 from .oracle import compare, duckdb_with, rows_of
 from .triage import Failure, classify
 
-OUTCOMES = ("ok", "wrong", "raw_exception", "refused", "oracle_error")
+OUTCOMES = ("ok", "overflow", "wrong", "raw_exception", "refused", "oracle_error")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 HINT_NOT_APPLICABLE = "cannot be followed"  # a hint asked for an index the query cannot use
 
 
@@ -101,9 +103,25 @@ def execute(db, con: duckdb.DuckDBPyConnection, query: Query) -> Verdict:
     got = run_on_minidb(db, query)
     if isinstance(got, Verdict):
         got.want = want
+        if got.detail.startswith("NumericOverflowError") and \
+                (_beyond_int64(want) or _beyond_int64([_numbers_in(got.detail)])):
+            got.outcome = "overflow"  # minidb's documented answer to a SUM beyond 64 bits
         return got
     why = compare(query, got, want, unlimited)
     return Verdict("ok" if why is None else "wrong", why or "", got, want)
+
+
+def _beyond_int64(rows: list[tuple]) -> bool:
+    """SQL's answer holds an integer that int64 cannot: DuckDB sums into 128 bits, minidb raises
+    NumericOverflowError instead (minidb/sql/translate.py, "Numbers")."""
+    return any(isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX for row in rows for v in row)
+
+
+def _numbers_in(message: str) -> tuple:
+    """The integers an error message quotes ("SUM(l) is 9223372039854775807, which ..."): a SUM
+    in HAVING may overflow although SQL's answer shows no big number, and the message says
+    which value did not fit."""
+    return tuple(int(n) for n in re.findall(r"-?\d{19,}", message))
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -272,7 +290,8 @@ def summary_line(stats: Stats, seed: int) -> str:
     return (f"fuzz: {stats.executions} executions ({kinds}; per configuration: {configs}; "
             f"parallel by nodes: {nodes or 'none'}), {o['wrong']} wrong, "
             f"{o['raw_exception']} raw exceptions, {o['refused']} refused, "
-            f"{o['oracle_error']} oracle errors, seed {seed}")
+            f"{o['oracle_error']} oracle errors, {o['overflow']} documented overflow errors, "
+            f"seed {seed}")
 
 
 def reproduction(f: Failure) -> str:

@@ -103,6 +103,8 @@ KNOWN: list[tuple[str, Callable[[Failure], bool]]] = [
      lambda f: f.outcome == "wrong" and "int_col_fractional_literal" in _traits(f)),
     ("float column against an integer literal",
      lambda f: f.outcome == "wrong" and "float_col_int_literal" in _traits(f)),
+    ("needs NULLs: a scalar subquery over no rows is refused (its value is NULL)",
+     lambda f: f.outcome == "refused" and "returned no row" in f.detail),
     ("range_uniform on a text column refused ('is numeric')",
      lambda f: f.outcome == "refused" and "numeric" in f.detail
      and "range_uniform" in f.config.describe()),
