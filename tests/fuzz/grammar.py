@@ -232,6 +232,7 @@ class QueryGenerator:
     # -- the statement ----------------------------------------------------------------------------
     def query(self) -> Query:
         self.traits = set()
+        self.subquery_tables: set[str] = set()  # tables read by scalar subqueries
         # (column, numeric?) of the DISTINCT aggregates: minidb takes one argument per query
         self.distinct_argument: tuple[str, bool] | None = None
         r = self.rng.random()
@@ -242,6 +243,7 @@ class QueryGenerator:
         else:
             q = self._select(self._from_join())
         q.traits |= self.traits
+        q.tables |= self.subquery_tables
         return q
 
     def _from_one(self) -> tuple[list[_Source], str, list[str]]:
@@ -524,6 +526,7 @@ class QueryGenerator:
         t = self.rng.choice(self.tables)
         col = self.rng.choice([c for c in t.columns if c.numeric and not c.wide] or [t.column("k")])
         self.traits.add("scalar_subquery")
+        self.subquery_tables.add(t.name)
         func = self.rng.choice(["MIN", "MAX", "AVG", "COUNT"])
         return f"(SELECT {func}({col.name}) FROM {t.name})"
 
