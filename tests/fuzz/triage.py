@@ -36,8 +36,8 @@ class Failure:
     features: frozenset[str] = frozenset()  # the feature flags of the run (for --replay)
 
     def replay_command(self) -> str:
-        flags = f" --features {','.join(sorted(self.features))}" if self.features else ""
-        return f"python -m tests.fuzz --replay {self.where}{flags}"
+        flags = ",".join(sorted(self.features)) or "none"
+        return f"python -m tests.fuzz --replay {self.where} --features {flags}"
 
 
 def _traits(f: Failure) -> set[str]:
