@@ -81,6 +81,7 @@ NARROW = _table({"k": (pa.int32(), [1, 2, 3]), "s": (pa.string(), ["a", "b", "c"
 WIDE = _table({"k": (pa.float64(), [1.0, 2.0, 3.5]), "s": (pa.string(), ["a", "b", "zz"])}, {"s": 9})
 EMPTY = _table({"k": (pa.int32(), []), "s": (pa.string(), [])}, {"s": 4})
 BIG = _table({"l": (pa.int64(), [4 * 10**18, 4 * 10**18, 4 * 10**18])})
+CANCEL = _table({"l": (pa.int64(), [4 * 10**18, 11, -4 * 10**18])})  # SUM 11, AVG 11 / 3
 
 # name -> (tables, how each is stored: single-node kwargs / partitioning, SQL)
 FOUND = {
@@ -107,6 +108,10 @@ FOUND = {
     "sum_int64_overflow": (  # exact in DuckDB; minidb raises NumericOverflowError, never wraps
         {"big": BIG}, {"big": TableDesign()}, "SELECT SUM(l) FROM big"),
     "avg_int64_large": ({"big": BIG}, {"big": TableDesign()}, "SELECT AVG(l) FROM big"),
+    "avg_int64_cancellation": (  # a float running sum loses the 11
+        {"cancel": CANCEL}, {"cancel": TableDesign()}, "SELECT AVG(l) FROM cancel"),
+    "avg_distinct_int64_cancellation": (
+        {"cancel": CANCEL}, {"cancel": TableDesign()}, "SELECT AVG(DISTINCT l) FROM cancel"),
     "range_uniform_text_empty_table": (
         {"empty": EMPTY}, {"empty": TableDesign(partition="range_uniform(s)")},
         "SELECT k FROM empty WHERE s < 'm'"),
