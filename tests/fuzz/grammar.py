@@ -38,7 +38,7 @@ import pyarrow as pa
 # -- feature flags: the ONE place that says what SQL is generated --------------------------------
 FEATURES: dict[str, bool] = {
     "utf8": True,  # non-ASCII text ('é', '日本') in string columns
-    "nulls": False,  # NULL values in the data; IS [NOT] NULL
+    "nulls": True,  # NULL values in the data; IS [NOT] NULL
     "distinct": True,  # SELECT DISTINCT
     "count_distinct": True,  # COUNT / SUM / AVG(DISTINCT x), one DISTINCT argument per query
     "having": True,  # GROUP BY ... HAVING
@@ -47,7 +47,7 @@ FEATURES: dict[str, bool] = {
     "case": True,  # CASE WHEN ... THEN ... ELSE ... END
     "cast": True,  # CAST(x AS BIGINT / DOUBLE / VARCHAR)
     "union_all": True,  # SELECT ... UNION ALL SELECT ...
-    "left_join": False,  # a LEFT JOIN b ON ...
+    "left_join": True,  # a LEFT JOIN b ON ... (two tables)
     "scalar_subquery": True,  # x > (SELECT AVG(y) FROM t)
     "scalar_functions": True,  # ABS, LOWER, UPPER, LENGTH, SUBSTRING
     # The parallel engine runs one hash join per query on one equality (a documented limit,
@@ -258,7 +258,7 @@ class QueryGenerator:
         sources = [_Source(t, "abc"[j], True) for j, t in enumerate(picked)]
         self.traits.add("join3" if n == 3 else "join2")
         comma = self.rng.random() < 0.3
-        left_join = not comma and self.on("left_join", 0.3)
+        left_join = n == 2 and not comma and self.on("left_join", 0.3)  # minidb: two tables
         text = f"{picked[0].name} a"
         where_terms = []
         for j in range(1, n):
