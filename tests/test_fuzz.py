@@ -112,6 +112,9 @@ FOUND = {
         {"cancel": CANCEL}, {"cancel": TableDesign()}, "SELECT AVG(l) FROM cancel"),
     "avg_distinct_int64_cancellation": (
         {"cancel": CANCEL}, {"cancel": TableDesign()}, "SELECT AVG(DISTINCT l) FROM cancel"),
+    "avg_int64_cancellation_next_to_distinct": (
+        {"cancel": CANCEL}, {"cancel": TableDesign()},
+        "SELECT COUNT(DISTINCT l), AVG(l) FROM cancel"),
     "range_uniform_text_empty_table": (
         {"empty": EMPTY}, {"empty": TableDesign(partition="range_uniform(s)")},
         "SELECT k FROM empty WHERE s < 'm'"),
