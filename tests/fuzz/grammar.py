@@ -50,9 +50,9 @@ FEATURES: dict[str, bool] = {
     "left_join": True,  # a LEFT JOIN b ON ... (two tables)
     "scalar_subquery": True,  # x > (SELECT AVG(y) FROM t)
     "scalar_functions": True,  # ABS, LOWER, UPPER, LENGTH, SUBSTRING
-    # The parallel engine runs one hash join per query on one equality (a documented limit,
-    # minidb/cluster/coordinator.py); on, it also gets three-table and two-equality joins.
-    "parallel_multiway_join": False,
+    # Three-table joins and joins on several equalities on the parallel engine (which ran one
+    # hash join on one equality before; off, parallel queries keep to that).
+    "parallel_multiway_join": True,
 }
 
 
