@@ -4,10 +4,11 @@
 configuration kinds (``single``, ``parallel``, ``ray``). One round:
 
 1. derives its own random generator from the run's seed and its number (so it can be replayed
-   alone: ``--replay SEED:ROUND``), and draws its tables, its configuration and its queries;
+   alone: ``--replay SEED:KIND:ROUND``), and draws its tables, its configuration and its queries
+   (all before running any, so a query's text never depends on an answer);
 2. loads the tables into DuckDB and into minidb (a failure to load is one execution);
-3. runs each query on both and classifies the execution (``ok``, ``wrong``, ``raw_exception``,
-   ``refused``, ``oracle_error``);
+3. runs each query on both and classifies the execution (``OUTCOMES``; a hint that cannot be
+   followed is dropped and the query run again);
 4. shrinks the first failures of each class (drops rows of the tables while the failure stays
    the same) so the reproduction printed is small.
 """
@@ -30,6 +31,8 @@ from .grammar import Query, QueryGenerator, TableSpec, random_tables
 from .oracle import compare, duckdb_with, rows_of
 from .triage import Failure, classify
 
+# "wrong", "raw_exception" and "refused" are failures; "oracle_error" is skipped; "overflow" is
+# minidb's documented NumericOverflowError for a SUM beyond int64 (DuckDB sums into 128 bits)
 OUTCOMES = ("ok", "overflow", "wrong", "raw_exception", "refused", "oracle_error")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 HINT_NOT_APPLICABLE = "cannot be followed"  # a hint asked for an index the query cannot use
