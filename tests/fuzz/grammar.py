@@ -7,7 +7,9 @@ from: ``i`` (int32), ``l`` (int64), ``f`` / ``g`` (float64), ``s`` / ``u`` (text
 1e9); arithmetic is only generated on narrow columns, so DuckDB never reports an overflow of
 its own. Floats are multiples of 0.25, so sums of them are exact in any order. Text columns get
 a fixed width (``minidb.width`` field metadata) that may be wider than the longest value, so two
-tables can join a char(9) column with a char(5) one. Tables may be empty or hold one row.
+tables can join a char(9) column with a char(5) one. Tables may be empty or hold one row. With
+the ``utf8`` flag text includes 'é', '日本', 'ß'; with ``nulls``, a table has 0, 10 or 30% NULLs
+in every column (the join keys too).
 
 Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
 
@@ -17,11 +19,14 @@ Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
 * aggregates: MIN MAX SUM COUNT AVG and COUNT(*), scalar or with GROUP BY one or two columns;
 * joins of two or three tables on equalities (JOIN ... ON or a comma list with WHERE), keys of
   the same or of different types (int32 = int64, int = float, char(9) = char(5));
-* ORDER BY output columns (by name or position) ASC / DESC, LIMIT.
+* ORDER BY output positions ASC / DESC, LIMIT;
+* a planner hint now and then (``scan``, ``index``, ``nested_loops``, ...), for minidb only.
 
-Feature flags. SQL that other work is adding to minidb is generated only when its flag is on.
-``FEATURES`` below is the one place that says which are on by default: flip a flag to True when
-its feature lands, or switch flags on for one run with ``--features``.
+Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
+CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
+parallel joins) is generated only when its flag is on. ``FEATURES`` below is the one place that
+says which are on by default: a flag goes to True when its feature lands in minidb; ``--features``
+switches flags for one run (``none`` gives the Gamma subset alone).
 
 Each query carries *traits*: short tags for the risky things it does (``float_col_int_literal``,
 ``join_mixed_types``, ...). They do not change the query; they let ``triage`` say which known
