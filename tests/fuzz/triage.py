@@ -80,6 +80,11 @@ def _nan_for_null(f: Failure) -> bool:
     return False
 
 
+def _repeated_subquery(f: Failure) -> bool:
+    subqueries = re.findall(r"\(SELECT [^()]*\([^()]*\)[^()]*\)", f.query.sql()) if f.query else []
+    return len(subqueries) != len(set(subqueries))
+
+
 def _overflow(f: Failure) -> bool:
     """A SUM / AVG over huge int64 values where minidb's number differs from SQL's: the signature
     of a 64-bit sum that wrapped around."""
@@ -115,6 +120,8 @@ KNOWN: list[tuple[str, Callable[[Failure], bool]]] = [
      lambda f: f.outcome == "wrong" and "int_col_fractional_literal" in _traits(f)),
     ("float column against an integer literal",
      lambda f: f.outcome == "wrong" and "float_col_int_literal" in _traits(f)),
+    ("the same scalar subquery twice in one query is refused",
+     lambda f: f.outcome == "refused" and _repeated_subquery(f)),
     ("needs NULLs: a scalar subquery over no rows is refused (its value is NULL)",
      lambda f: f.outcome == "refused" and "returned no row" in f.detail),
     ("range_uniform on a text column refused ('is numeric')",
