@@ -238,8 +238,9 @@ class QueryGenerator:
     def query(self) -> Query:
         self.traits = set()
         self.subquery_tables: set[str] = set()  # tables read by scalar subqueries
-        # (column, numeric?) of the DISTINCT aggregates: minidb takes one argument per query
-        self.distinct_argument: tuple[str, bool] | None = None
+        # the DISTINCT aggregates' argument (minidb takes one per query)
+        self.distinct_argument: ColumnSpec | None = None
+        self.distinct_ref = ""
         r = self.rng.random()
         if self.on("union_all", 0.08):
             q = self._union_all()
@@ -375,10 +376,13 @@ class QueryGenerator:
             col = src.table.column("k")
         if func in ("COUNT", "SUM", "AVG") and self.on("count_distinct", 0.3):
             if self.distinct_argument is None:
-                self.distinct_argument = (src.ref(col), col.numeric)
-            argument, numeric = self.distinct_argument
+                self.distinct_argument, self.distinct_ref = col, src.ref(col)
+            arg = self.distinct_argument
+            func = func if arg.numeric else "COUNT"
             self.traits.add("count_distinct")
-            return f"{func if numeric else 'COUNT'}(DISTINCT {argument})"
+            if func != "COUNT" and arg.kind == "int64" and arg.wide:
+                self.traits.add("sum_wide_int64")
+            return f"{func}(DISTINCT {self.distinct_ref})"
         if func in ("SUM", "AVG"):
             if self.rng.random() < 0.25:
                 return f"{func}({self.numeric_expr(sources)})"
