@@ -106,10 +106,11 @@ from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import (
     DISTINCT_COLUMN,
     HashAggregate,
+    average_expr,
     distinct_stages,
     split_aggregates,
 )
-from minidb.exec.expr import Arith, Col, Const, conjunction, key_range
+from minidb.exec.expr import Col, Const, conjunction, key_range
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator, check_rid_fetch
 from minidb.exec.project import Project
@@ -808,7 +809,7 @@ class _Run:
             return self._finish(q, schema, parts, projected=True)
         if q.distinct_aggregates:
             return self._distinct_aggregate(q, source, targets, where)
-        partials, finals, averages = split_aggregates(q.aggregates)
+        partials, finals, averages = split_aggregates(q.aggregates, q.refs[0].table.schema)
         spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
                 "steps": [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
         partial_schema = self.dry(spec).schema
@@ -873,7 +874,8 @@ class _Run:
         partials: sent by a hash of the group columns to the node that finishes each group
         and applies HAVING (GROUP BY), or to the host (a scalar aggregate)."""
         ref = q.refs[0]
-        stages = distinct_stages(q.aggregates, q.distinct_aggregates)
+        stages = distinct_stages(q.aggregates, q.distinct_aggregates, ref.table.schema,
+                                 q.distinct_argument)
         keyed = q.group_by + [DISTINCT_COLUMN]
         read = [(c, Col(c)) for c in ref.table.schema.names if c in q.needed]
         aggs = self.pdb.disk
@@ -1209,7 +1211,7 @@ class _Run:
         op: Operator = ArrayScan(schema, _cat(parts, schema))
         if averages:
             keep = [(n, Col(n)) for n in schema.names]
-            op = Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
+            op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in averages])
         if having and q.having is not None:
             op = Filter(op, q.having)
         if not projected:

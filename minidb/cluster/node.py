@@ -28,8 +28,8 @@ import numpy as np
 from minidb.catalog import Table, _stats_of, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
-from minidb.exec.aggregate import HashAggregate
-from minidb.exec.expr import Arith, Col
+from minidb.exec.aggregate import HashAggregate, average_expr
+from minidb.exec.expr import Col
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator
 from minidb.exec.project import Project
@@ -75,7 +75,7 @@ def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 6
             op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
         elif step[0] == "average":  # AVG = sum / count, after a final aggregation
             keep = [(n, Col(n)) for n in op.schema.names]
-            op = Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in step[1]])
+            op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in step[1]])
         else:
             raise MinidbError(f"internal error: unknown fragment step {step[0]!r}")
     return op

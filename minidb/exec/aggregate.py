@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minidb.errors import MemoryBudgetError, NumericOverflowError, SchemaError
+from minidb.errors import MemoryBudgetError, MinidbError, NumericOverflowError, SchemaError
 from minidb.exec.expr import Arith, Col, Const, Expr
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.sort import sort_order
@@ -64,6 +64,9 @@ from minidb.storage.schema import (
 FUNCTIONS = ("MIN", "MAX", "SUM", "COUNT", "AVG")
 #: internal: the sum of partial counts that finishes a COUNT (0 over no partials, never NULL)
 SUM_COUNTS = "SUM_COUNTS"
+#: internal: the high / low word of an exact integer sum (see exact_sum), so that an AVG split
+#: into partials (split_aggregates) carries its sum exactly from node to node
+SUM_HI, SUM_LO = "SUM_HI", "SUM_LO"
 MIN_PAGES = 3
 ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
 MAX_FANOUT = 32
@@ -122,12 +125,13 @@ class HashAggregate(Operator):
         out_columns: list[Column] = list(self.group_columns)
         for i, (output, func, arg) in enumerate(aggregates):
             func = func.upper()
-            if func not in FUNCTIONS + (SUM_COUNTS,):
+            if func not in FUNCTIONS + (SUM_COUNTS, SUM_HI, SUM_LO):
                 raise SchemaError(f"unknown aggregate function {func}; use one of {', '.join(FUNCTIONS)}")
             if arg is None and func != "COUNT":
                 raise SchemaError(f"{func} needs an argument; only COUNT(*) has none")
             arg_col = None if arg is None else _argument_column(arg, source, func)
-            if arg_col is not None and arg_col.kind == "char" and func in ("SUM", "AVG"):
+            if arg_col is not None and arg_col.kind == "char" and func in ("SUM", "AVG", SUM_HI,
+                                                                          SUM_LO):
                 raise SchemaError(f"{func}({arg}) is not defined on text")
 
             # sums of integers are exact (two int64 words, see exact_sum), sums of floats float64
@@ -143,6 +147,11 @@ class HashAggregate(Operator):
                 if func == "SUM":
                     idx = sum_states(i)
                     out = Column(output, sum_kind, 8)
+                elif func in (SUM_HI, SUM_LO):
+                    if sum_kind == "float64":
+                        raise SchemaError(f"internal error: {func} of the float {arg}")
+                    idx = sum_states(i)
+                    out = int_column(output, "int64")
                 elif func == "AVG":
                     idx = sum_states(i)
                     out = float_column(output)
@@ -323,7 +332,7 @@ class HashAggregate(Operator):
     def _carry(self, part: np.ndarray) -> np.ndarray:
         """Move the carry of each exact sum's low word into its high word (keeps lo < 2**32)."""
         for a in self.aggregates:
-            if a.func in ("SUM", "AVG") and self.states[a.states[0]].word == "hi":
+            if self.states[a.states[0]].word == "hi":
                 hi, lo = (self.states[k].name for k in a.states[:2])
                 part[hi] += part[lo] >> 32
                 part[lo] &= _LOW_MASK
@@ -355,6 +364,8 @@ class HashAggregate(Operator):
                     out[a.output] = total / np.maximum(table[names[-1]], 1)
             elif a.func == "SUM" and exact:
                 out[a.output] = exact_sum(table[names[0]], table[names[1]], a)
+            elif a.func in (SUM_HI, SUM_LO):
+                out[a.output] = table[names[0] if a.func == SUM_HI else names[1]]
             else:
                 out[a.output] = table[names[0]]
             if a.nonnull is not None:
@@ -464,24 +475,54 @@ def _check_values(agg: _Aggregate, batch: np.ndarray) -> np.ndarray:
 AggregateList = list[tuple[str, str, "Expr | None"]]
 
 
-def split_aggregates(aggregates: AggregateList) -> tuple[AggregateList, AggregateList, list]:
+def split_aggregates(aggregates: AggregateList, schema: Schema | None = None
+                     ) -> tuple[AggregateList, AggregateList, list]:
     """Gamma's two steps for ``aggregates`` (Section 7): the *partial* aggregates each piece of
     the input computes, the *final* ones that combine partials (counts are summed, and are 0, not
-    NULL, when there are no partials at all), and for each
-    AVG the (output, sum column, count column) it is divided from at the end."""
+    NULL, when there are no partials at all), and for each AVG the (output, sum, count column)
+    it is divided from at the end (``average_expr``).
+
+    An AVG of integers (its argument's type read from ``schema``) carries its sum exactly, as the
+    two words of an exact sum (``SUM_HI``, ``SUM_LO``): [4e18, 11, -4e18] averages to 11 / 3,
+    where summing doubles would give 0. An AVG of floats sums doubles."""
     partials, finals, averages = [], [], []
     for name, func, arg in aggregates:
         if func == "AVG":
-            # the partial sums are doubles: an average never overflows, even where an int64
-            # sum of one piece would (SUM itself stays exact)
-            s, c = f"{name}_sum", f"{name}_count"
-            partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
-            finals += [(s, "SUM", Col(s)), (c, SUM_COUNTS, Col(c))]
-            averages.append((name, s, c))
+            c = f"{name}_count"
+            if _is_integer(arg, schema):
+                hi, lo = f"{name}_sum_hi", f"{name}_sum_lo"
+                partials += [(hi, SUM_HI, arg), (lo, SUM_LO, arg), (c, "COUNT", arg)]
+                finals += [(hi, "SUM", Col(hi)), (lo, "SUM", Col(lo)), (c, SUM_COUNTS, Col(c))]
+                averages.append((name, (hi, lo), c))
+            else:
+                s = f"{name}_sum"
+                partials += [(s, "SUM", Arith("*", arg, Const(1.0))), (c, "COUNT", arg)]
+                finals += [(s, "SUM", Col(s)), (c, SUM_COUNTS, Col(c))]
+                averages.append((name, s, c))
         else:
             partials.append((name, func, arg))
             finals.append((name, SUM_COUNTS if func == "COUNT" else func, Col(name)))
     return partials, finals, averages
+
+
+def _is_integer(arg: Expr | None, schema: Schema | None) -> bool:
+    if arg is None or schema is None:
+        return False
+    try:
+        kind = arg.output_column("_", schema).kind
+    except (NotImplementedError, MinidbError):
+        return False
+    return kind not in ("float64", "char")
+
+
+def average_expr(total: str | tuple[str, str], count: str) -> Expr:
+    """AVG = sum / count, the sum one column or the two words of an exact integer sum. Over no
+    values the sum is NULL, so the average is NULL too (the division is strict), as in SQL."""
+    if isinstance(total, tuple):
+        hi, lo = total
+        value = Arith("+", Arith("*", Col(hi), Const(4294967296.0)), Col(lo))
+        return Arith("/", value, Col(count))
+    return Arith("/", Col(total), Col(count))
 
 
 DISTINCT_COLUMN = "_distinct"
@@ -507,9 +548,15 @@ class DistinctStages:
     averages: list
 
 
-def distinct_stages(aggregates: AggregateList, distinct: frozenset[str] | set[str]) -> DistinctStages:
+def distinct_stages(aggregates: AggregateList, distinct: frozenset[str] | set[str],
+                    schema: Schema | None = None, argument: Expr | None = None) -> DistinctStages:
+    """The stages for ``aggregates``, those named in ``distinct`` over DISTINCT ``argument``
+    (``schema``: the input's layout, so that AVGs of integers stay exact)."""
     plain = [a for a in aggregates if a[0] not in distinct]
-    first, merge, averages = split_aggregates(plain)
+    first, merge, averages = split_aggregates(plain, schema)
     on_x = [(name, func, Col(DISTINCT_COLUMN)) for name, func, _ in aggregates if name in distinct]
-    second_x, final_x, averages_x = split_aggregates(on_x)
+    x_schema = None
+    if schema is not None and argument is not None:
+        x_schema = Schema([argument.output_column(DISTINCT_COLUMN, schema)])
+    second_x, final_x, averages_x = split_aggregates(on_x, x_schema)
     return DistinctStages(first, merge, merge + second_x, merge + final_x, averages + averages_x)

@@ -257,7 +257,11 @@ def _path_of(node: exp.Expression, root: exp.Expression) -> list[tuple[str, int 
     while node is not root:
         parent = node.parent
         value = parent.args[node.arg_key]
-        path.append((node.arg_key, value.index(node) if isinstance(value, list) else None))
+        # by identity: sqlglot nodes compare by structure, so two equal subqueries in one list
+        # would both be found at the first one's place
+        index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) \
+            else None
+        path.append((node.arg_key, index))
         node = parent
     return path[::-1]
 

@@ -61,9 +61,8 @@ from dataclasses import dataclass, field
 
 from minidb.catalog import SecondaryIndex, Table
 from minidb.errors import MinidbError
-from minidb.exec.aggregate import DISTINCT_COLUMN, HashAggregate, distinct_stages
+from minidb.exec.aggregate import DISTINCT_COLUMN, HashAggregate, average_expr, distinct_stages
 from minidb.exec.expr import (
-    Arith,
     Between,
     Col,
     Compare,
@@ -566,7 +565,8 @@ def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pa
     if not q.distinct_aggregates:
         op = HashAggregate(ctx, child, q.group_by, q.aggregates, memory_pages)
     else:
-        stages = distinct_stages(q.aggregates, q.distinct_aggregates)
+        stages = distinct_stages(q.aggregates, q.distinct_aggregates, child.schema,
+                                 q.distinct_argument)
         keep = [(n, Col(n)) for n in child.schema.names]
         op = Project(child, keep + [(DISTINCT_COLUMN, q.distinct_argument)])
         op = HashAggregate(ctx, op, q.group_by + [DISTINCT_COLUMN], stages.first, memory_pages)
@@ -587,7 +587,7 @@ def divide_averages(op: Operator, averages: list, scalar: bool) -> Operator:
     if not averages:
         return op
     keep = [(n, Col(n)) for n in op.schema.names]
-    return Project(op, keep + [(name, Arith("/", Col(s), Col(c))) for name, s, c in averages])
+    return Project(op, keep + [(name, average_expr(s, c)) for name, s, c in averages])
 
 
 def describe_answer(i: int, sub, answer) -> str:
