@@ -1021,7 +1021,9 @@ class _Run:
         parts = self.phase("probe", [(n, "drain", (join["id"],)) for n in joiners]
                            + [(n, "run", (pspec,)) for n in pnodes], texts=[
             f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}",
-            f"probe on nodes {joiners} -> host"])
+            f"probe on nodes {joiners}" + (f" (left outer join: each {q.refs[pr].table.name} "
+                                           "tuple that matches nothing is padded with NULLs)"
+                                           if q.outer else "") + " -> host"])
         rows = _cat(parts[:len(joiners)], join_schema)
         if not q.aggregating:
             return self._finish(q, join_schema, [rows], projected=True)
