@@ -351,7 +351,7 @@ def test_failed_update_of_a_clustered_key_leaves_table_unchanged(data):
     ("CREATE INDEX i ON small (id)", "CREATE INDEX"),
     ("CREATE TABLE t2 (a INT)", "CREATE TABLE with a column list"),
     ("DROP TABLE small", "DROP"),
-    ("SELECT grp FROM small GROUP BY grp + 1", "GROUP BY an expression"),
+    ("SELECT grp FROM small GROUP BY ROLLUP (grp)", "ROLLUP"),
     ("SELECT id = 1 FROM small", "condition in the SELECT list"),
     ("SELECT name || 'x' FROM small", "concatenation"),
 ])

@@ -133,6 +133,7 @@ from minidb.sql.planner import (
     aggregate_query,
     describe_answer,
     divide_averages,
+    group_key_outputs,
     is_integral,
     selectivity,
 )
@@ -810,8 +811,9 @@ class _Run:
         if q.distinct_aggregates:
             return self._distinct_aggregate(q, source, targets, where)
         partials, finals, averages = split_aggregates(q.aggregates, q.refs[0].table.schema)
+        keys = [("project", group_key_outputs(ref.table.schema.names, q))] if q.group_keys else []
         spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
-                "steps": [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
+                "steps": keys + [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
         partial_schema = self.dry(spec).schema
         if not q.group_by:  # scalar: partials to the host, which combines them
             parts = self.phase("scalar aggregate", [(n, "run", (spec,)) for n in targets],
@@ -883,7 +885,8 @@ class _Run:
         p = Hash(*keyed)
         p.fit(None, len(aggs))
         spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
-                "steps": [("project", read + [(DISTINCT_COLUMN, q.distinct_argument)]),
+                "steps": [("project", read + list(q.group_keys)
+                           + [(DISTINCT_COLUMN, q.distinct_argument)]),
                           ("aggregate", keyed, stages.first)],
                 "sink": {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
                          "partitioner": p}}

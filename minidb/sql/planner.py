@@ -562,6 +562,7 @@ def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pa
                     note=lambda op, text: op) -> Operator:
     """The aggregation of ``q`` over ``child``: a ``HashAggregate``, or two of them for
     COUNT / SUM / AVG(DISTINCT x); then HAVING as a filter over the finished groups."""
+    child = with_group_keys(child, q)
     if not q.distinct_aggregates:
         op = HashAggregate(ctx, child, q.group_by, q.aggregates, memory_pages)
     else:
@@ -579,6 +580,18 @@ def aggregate_query(ctx: ExecContext, child: Operator, q: SelectQuery, memory_pa
     if q.having is not None:
         op = note(Filter(op, q.having), f"HAVING {q.having_text}: a filter over the finished groups")
     return op
+
+
+def with_group_keys(child: Operator, q: SelectQuery) -> Operator:
+    """``child`` with the GROUP BY expressions of ``q`` computed as columns (``_group0`` ...)."""
+    if not q.group_keys:
+        return child
+    return Project(child, group_key_outputs(child.schema.names, q))
+
+
+def group_key_outputs(names: list[str], q: SelectQuery) -> list:
+    """A projection keeping ``names`` and adding ``q``'s GROUP BY expressions."""
+    return [(n, Col(n)) for n in names] + list(q.group_keys)
 
 
 def divide_averages(op: Operator, averages: list, scalar: bool) -> Operator:
@@ -633,4 +646,5 @@ def explain_tree(root: Operator, notes: dict[int, str], header: list[str] | None
 
 __all__ = ["AccessPath", "Planner", "choose_access", "candidate_paths", "access_operator",
            "range_selectivity", "selectivity", "estimate_rows", "explain_tree", "aggregate_query",
+           "with_group_keys", "group_key_outputs",
            "divide_averages", "describe_answer"]

@@ -26,7 +26,8 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
   Text is UTF-8; ``char(n)`` holds n bytes, and the string functions count characters. A CASE
   without ELSE gives NULL where no branch holds; TRY_CAST, casts to REAL, DECIMAL or dates, and
   a DECIMAL constant cast to text are refused by name;
-* ``GROUP BY`` columns; ``HAVING`` over group columns and aggregates (also ones that appear
+* ``GROUP BY`` columns, expressions (``GROUP BY x % 10``), SELECT aliases and positions (a
+  key written twice counts once); ``HAVING`` over group columns and aggregates (also ones that appear
   only there, and SELECT aliases); ``ORDER BY`` output names, positions or expressions, ASC /
   DESC; ``LIMIT n``;
 * ``SELECT DISTINCT``; ``COUNT / SUM / AVG(DISTINCT x)`` (one DISTINCT argument per query);
@@ -160,6 +161,8 @@ class SelectQuery:
     having_text: str = ""  # the HAVING condition as written, for explain()
     outer: bool = False  # refs[1] is LEFT JOINed to refs[0] on edges[0]
     join_condition: list[Expr] = field(default_factory=list)  # the rest of a LEFT JOIN's ON
+    group_keys: list[tuple[str, Expr]] = field(default_factory=list)  # GROUP BY expressions:
+    # (name in group_by, expression over the input rows), computed before the aggregation
 
     @property
     def names(self) -> list[str]:
@@ -414,12 +417,17 @@ class _ExprBuilder:
         self.column = column
         self.aggregate = aggregate
         self.where = where
+        self.known: dict[str, Expr] = {}  # SQL text -> its value (a GROUP BY expression's column)
 
     def kind(self, e: Expr) -> str:
         return kind_of(e, self.schema)
 
     def build(self, node: exp.Expression) -> Expr:
         node = _unparen(node)
+        if self.known and not isinstance(node, exp.Column | exp.Literal):
+            hit = self.known.get(node.sql(dialect="duckdb"))
+            if hit is not None:
+                return hit
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 raise unsupported(f"{node.sql()} outside the SELECT list")
@@ -834,15 +842,23 @@ class _Select:
         self.distinct_argument: Expr | None = None
         self.distinct_names: set[str] = set()
         self.group_by: list[str] = []
+        self.group_keys: list[tuple[str, Expr]] = []
+        self._group_texts: dict[str, Expr] = {}
         self.aggregates: list[tuple[str, str, Expr | None]] = []
         self._agg_names: dict[str, str] = {}
+        self._row = row
         if group is not None:
             for g in group.expressions:
-                self.group_by.append(self._group_column(g, select_items))
+                name = self._group_column(g, select_items)
+                if name not in self.group_by:  # a key written twice groups once, as in DuckDB
+                    self.group_by.append(name)
         if self.aggregating:
-            cols = [scope.schema.column(g) for g in self.group_by]
+            keys = dict(self.group_keys)
+            cols = [keys[g].output_column(g, scope.schema) if g in keys else scope.schema.column(g)
+                    for g in self.group_by]
             self.agg_columns = list(cols)
             self.out = _ExprBuilder(None, self._grouped_column, self._aggregate, "this place")
+            self.out.known = self._group_texts
             self.out.schema = self._agg_schema()
             self.row_for_agg = row
         else:
@@ -896,7 +912,9 @@ class _Select:
         for e in edges:
             needed |= {e.left_col, e.right_col}
         if self.aggregating:
-            needed |= set(self.group_by)
+            needed |= set(self.group_by) - {name for name, _ in self.group_keys}
+            for _, e in self.group_keys:
+                needed |= e.columns()
             for _, _, arg in self.aggregates:
                 if arg is not None:
                     needed |= arg.columns()
@@ -910,7 +928,8 @@ class _Select:
                            distinct_argument=self.distinct_argument,
                            distinct_aggregates=frozenset(self.distinct_names), layout=layout,
                            having_text=having_node.sql(dialect="duckdb") if having_node else "",
-                           outer=outer_on is not None, join_condition=join_condition)
+                           outer=outer_on is not None, join_condition=join_condition,
+                           group_keys=self.group_keys)
 
     # -- FROM ... JOIN ----------------------------------------------------------------------------
     def _join(self, join: exp.Join) -> list[exp.Expression]:
@@ -1047,12 +1066,34 @@ class _Select:
                 raise MinidbError(f"GROUP BY {pos}: the SELECT list has {len(select_items)} items")
             g = _unparen(select_items[pos - 1])
             g = g.this if isinstance(g, exp.Alias) else g
-        if not isinstance(g, exp.Column) or isinstance(g.this, exp.Star):
-            raise unsupported(f"GROUP BY an expression, {g.sql()}; group by columns")
+        if isinstance(g, exp.Column) and isinstance(g.this, exp.Star):
+            raise unsupported(f"GROUP BY {g.sql()}; group by columns or expressions")
+        if isinstance(g, exp.Column) and not g.table and \
+                not any(r.table.schema.has_column(g.name) for r in self.scope.refs):
+            for item in select_items:  # GROUP BY a SELECT alias: group by what it names
+                if isinstance(item, exp.Alias) and item.alias.lower() == g.name.lower():
+                    g = _unparen(item.this)
+                    break
+        if not isinstance(g, exp.Column):
+            return self._group_expression(g)
         i, col = self.scope.resolve(g)
-        name = self.scope.internal(i, col)
-        if name in self.group_by:
-            raise MinidbError(f"column {g.sql()} appears twice in GROUP BY")
+        return self.scope.internal(i, col)
+
+    def _group_expression(self, g: exp.Expression) -> str:
+        """GROUP BY an expression (``x % 10``): a hidden column ``_group<k>`` computed from each
+        input row before the aggregation; the same expression elsewhere in the SELECT list,
+        HAVING or ORDER BY reads that column."""
+        if any(type(n) in AGGREGATES for n in g.walk()):
+            raise MinidbError(f"GROUP BY {g.sql()}: an aggregate cannot be a grouping key")
+        text = g.sql(dialect="duckdb")
+        if text in self._group_texts:
+            return self._group_texts[text].name
+        e = self._row.build(g)
+        if self._row.kind(e) == "bool":
+            raise unsupported(f"GROUP BY a condition, {g.sql()}")
+        name = f"_group{len(self.group_keys)}"
+        self.group_keys.append((name, e))
+        self._group_texts[text] = Col(name)
         return name
 
     def _select_item(self, item: exp.Expression, taken: set[str]) -> list[tuple[str, Expr]]:
