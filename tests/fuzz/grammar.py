@@ -16,7 +16,8 @@ Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
 * selections: comparisons of a column with a literal of either numeric type (``f < 5``,
   ``i = 5.5``, ``f >= -10``), with another column, BETWEEN, combined with AND / OR / NOT;
 * projections: columns, ``*``, arithmetic (+ - * and / or % by a non-zero literal), aliases;
-* aggregates: MIN MAX SUM COUNT AVG and COUNT(*), scalar or with GROUP BY one or two columns;
+* aggregates: MIN MAX SUM COUNT AVG and COUNT(*), scalar or with GROUP BY one or two columns
+  (or, flag ``group_by_expression``, expressions over them);
 * joins of two or three tables on equalities (JOIN ... ON or a comma list with WHERE), keys of
   the same or of different types (int32 = int64, int = float, char(9) = char(5));
 * ORDER BY output positions ASC / DESC, LIMIT;
@@ -58,6 +59,7 @@ FEATURES: dict[str, bool] = {
     # Three-table joins and joins on several equalities on the parallel engine (which ran one
     # hash join on one equality before; off, parallel queries keep to that).
     "parallel_multiway_join": True,
+    "group_by_expression": True,  # GROUP BY x % 3, LOWER(s), f * 2 (the same text in SELECT)
 }
 
 
@@ -355,7 +357,7 @@ class QueryGenerator:
         if self.rng.random() < 0.6:
             src_cols = [(s, c) for s in sources for c in s.table.columns]
             for s, c in self.rng.sample(src_cols, min(len(src_cols), self.rng.choice([1, 1, 2]))):
-                group.append(s.ref(c))
+                group.append(self._group_key(s, c))
             self.traits.add("group_by")
         else:
             self.traits.add("scalar_aggregate")
@@ -364,6 +366,15 @@ class QueryGenerator:
         if group and self.rng.random() < 0.3:
             items = aggs + group  # group columns need not come first
         return items, group
+
+    def _group_key(self, src: _Source, col) -> str:
+        """A grouping column, or (flag ``group_by_expression``) an expression over it."""
+        if not self.on("group_by_expression", 0.3):
+            return src.ref(col)
+        self.traits.add("group_by_expression")
+        if not col.numeric:
+            return f"LOWER({src.ref(col)})"
+        return f"{src.ref(col)} % 3" if col.kind != "float64" else f"{src.ref(col)} * 2"
 
     def aggregate(self, sources: list[_Source]) -> str:
         """MIN / MAX (any column), SUM / AVG (numeric columns or expressions), COUNT."""
