@@ -244,6 +244,13 @@ def test_compare_order_by_and_limit_ties():
     desc = Query("SELECT a FROM t", order=[(1, True)])
     assert compare(desc, [(3,), (1,), (None,)], [(3,), (1,), (None,)], None) is None  # NULLS LAST
     assert compare(desc, [(1,), (3,)], [(3,), (1,)], None) is not None
+    # Whole doubles a unit apart are not a tie under the float tolerance (seed 31 flagged a right
+    # top-2 because 2147483646.0 and 2147483647.0 compared equal within 1e-6).
+    top = Query("SELECT a, b, c FROM t", order=[(3, True), (2, False)], limit=2,
+                traits={"arithmetic"})
+    full = [(0.25, 9.875, 2147483647.0), (0.125, 9.9375, 2147483647.0), (0.5, 1.0, 2147483646.0)]
+    assert compare(top, full[:2], full[:2], full) is None
+    assert compare(top, [full[0], full[2]], full[:2], full) is not None
 
 
 def test_a_broken_engine_is_caught():
