@@ -56,19 +56,22 @@ def main() -> None:
 @click.argument("name")
 @click.option("--rows", "-n", type=int, required=True, help="Number of tuples to generate.")
 @click.option("--seed", "-s", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Parquet file to write.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
+              help="Parquet file to write (replaced only once the new one is complete).")
 @_user_errors
 def datagen(name: str, rows: int, seed: int, out: Path) -> None:
     """Generate relation NAME (wisconsin, tandem, emp, dept, sortrec, intpairs) as Parquet."""
     from minidb import datagen as dg
 
     start = time.perf_counter()
-    table = dg.generate(name, rows, seed=seed)
+    dg.check_output_path(out)  # before the work: a directory or a device is refused at once
     if out.parent and not out.parent.exists():
-        raise MinidbError(f"directory {out.parent} does not exist; create it or choose another --out")
+        raise MinidbError(f"directory {dg.shown_path(out.parent)} does not exist; create it or "
+                          "choose another --out")
+    table = dg.generate(name, rows, seed=seed)
     dg.write_parquet(table, out)
-    click.echo(f"wrote {table.num_rows:,} {name} tuples to {out} in {time.perf_counter() - start:.2f} s")
+    click.echo(f"wrote {table.num_rows:,} {name} tuples to {dg.shown_path(out)} "
+               f"in {time.perf_counter() - start:.2f} s")
 
 
 @main.command()

@@ -26,11 +26,21 @@ Three promises hold for all of them:
 Everything is vectorized with numpy: a million Wisconsin tuples take a fraction of a second.
 ``generate(name, rows, ...)`` picks a generator by name (the names of ``GENERATORS``) and
 ``write_parquet`` saves a table with its widths.
+
+Two safety rules. ``generate`` first estimates the memory the table needs (``MEMORY_PER_ROW``) and
+refuses, in one line saying how much, when the machine does not have it available, instead of
+swapping or being killed half way. ``write_parquet`` never damages the path it is given: it
+writes a temporary file beside it and renames it into place only when the whole file is written
+(a failed write, a full disk, leaves the old file as it was and removes only the temporary file),
+and it refuses a path that exists and is not a regular file (a directory, a device, a pipe).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +55,7 @@ from minidb.datagen.sortrec import sortrec
 from minidb.datagen.tandem import tandem
 from minidb.datagen.wisconsin import wisconsin
 from minidb.errors import MinidbError
+from minidb.storage.schema import Schema
 
 GENERATORS: dict[str, Callable[..., pa.Table]] = {
     "wisconsin": wisconsin,
@@ -75,26 +86,137 @@ def generate(
     if unknown:
         extra = f"; it accepts: {', '.join(allowed)}" if allowed else "; it takes no other options"
         raise MinidbError(f"generator {key!r} has no option {', '.join(unknown)}{extra}")
-    check_slice(key, rows, start, stop)
+    rows, start, stop = check_slice(key, rows, start, stop)
+    check_memory(key, stop - start, generator(rows, seed=seed, start=0, stop=0, **options))
     return generator(rows, seed=seed, start=start, stop=stop, **options)
+
+
+#: bytes of memory a generated row needs, as ``(factor, extra)``: factor x the record width plus
+#: extra (the Arrow table, the generators' numpy intermediates and Parquet's buffers; measured
+#: on the six generators, the largest is below 2 x width + 64)
+MEMORY_PER_ROW = (2, 64)
+
+
+def memory_needed(rows: int, record_width: int) -> int:
+    """Estimated bytes of memory to generate ``rows`` rows of ``record_width`` bytes."""
+    factor, extra = MEMORY_PER_ROW
+    return rows * (factor * record_width + extra)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory a new allocation can get: the machine's available memory (Linux
+    MemAvailable, else psutil's), lowered to this process's address-space limit if it has one;
+    None if unknown."""
+    found = [n for n in (_machine_available(), _address_space_limit()) if n is not None]
+    return min(found) if found else None
+
+
+def _machine_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def _address_space_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def check_memory(name: str, rows: int, empty: pa.Table) -> None:
+    """Refuse, before allocating anything, a table that needs more memory than is available."""
+    needed = memory_needed(rows, Schema.from_arrow(empty.schema).record_width)
+    available = available_memory()
+    if available is not None and needed > available:
+        raise MinidbError(
+            f"{name}: {rows:,} rows need about {_gb(needed)} of memory and this machine has "
+            f"{_gb(available)} available; generate fewer rows (or a slice with start/stop)"
+        )
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.1f} GB"
 
 
 def write_parquet(table: pa.Table, path: str | Path) -> Path:
     """Write ``table`` to a Parquet file at ``path``, keeping the char(n) widths; returns the path.
 
     Arrow stores its schema, field metadata included, inside the Parquet file, so reading it
-    back with ``pyarrow.parquet.read_table`` gives the same widths.
+    back with ``pyarrow.parquet.read_table`` gives the same widths. The file is written under a
+    temporary name in the same directory and renamed over ``path`` once complete, so ``path`` is
+    either its old self or the whole new file; a ``path`` that exists and is not a regular file
+    is refused. A symbolic link to a regular file is followed: the file it names is replaced.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, store_schema=True)
+    target = path.resolve() if path.is_symlink() else path
+    check_output_path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp, fd = _create_temporary_beside(target)
+    except OSError as e:
+        raise MinidbError(f"cannot write {shown_path(path)}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:  # a file object: pyarrow never removes what it did not open
+            pq.write_table(table, fh, store_schema=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)  # the one file this function created
+        raise MinidbError(f"cannot write {shown_path(path)}: {e.strerror or e}; "
+                          f"{shown_path(path)} was left as it was") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def check_output_path(path: Path) -> None:
+    """An output path must be a regular file or not exist yet (never a directory or device)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise MinidbError(f"cannot write {shown_path(path)}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device or pipe)"
+        raise MinidbError(f"{shown_path(path)} is {kind}; give the path of a Parquet file to write")
+
+
+def _create_temporary_beside(target: Path) -> tuple[Path, int]:
+    """A new, empty file in ``target``'s directory under a name no other file has (O_EXCL)."""
+    while True:
+        tmp = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+
+
+def shown_path(path: Path) -> str:
+    """A path as text that can always be printed (undecodable bytes shown as escapes)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 __all__ = [
     "GENERATORS",
     "generate",
     "write_parquet",
+    "check_output_path",
+    "shown_path",
     "dense_unique",
     "wisconsin",
     "tandem",
