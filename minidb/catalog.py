@@ -33,11 +33,16 @@ Persistence. A database opened on a data directory keeps a small JSON catalog ne
 files (``catalog.json``, written by ``minidb.database``): per table its schema (column kinds and
 widths), organization and key, record count, statistics, and for every file its name and page
 count, plus what the B+ trees and hash files keep only in memory (root page, height, entry count,
-bucket count). ``Table.reopen`` builds the table again from such an entry: the files are opened
-(their page counts come from their sizes and must agree with the catalog), nothing is read until
-a statement needs it, and pages are checked against their checksums as they are read. A secondary
-index whose file is missing is rebuilt from the data, the one structure that can be derived
-again cheaply; a missing data file or tree is an error.
+bucket count), and per file its id and the version of each of its pages (``minidb.storage.disk``:
+they are folded into the pages' checksums, so a page of another file, an old copy of a page (a
+lost write) or a page written after the catalog (a change cut off by a crash) fails its check).
+``Table.reopen`` builds the table again from such an entry: the files are opened (their page
+counts come from their sizes and must agree with the catalog), nothing is read until a statement
+needs it, and pages are checked against their checksums as they are read. A secondary index whose
+file is missing is rebuilt from the data, the one structure that can be derived again cheaply; a
+missing data file or tree makes the table *damaged*: the database opens with its other tables,
+and a ``DamagedTable`` stands in the catalog for this one, so that any statement naming it fails
+with what is wrong, until it is dropped (its catalog entry is kept as it was meanwhile).
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
 table's statistics are never recomputed after load except by widening, and count a NULL as the
@@ -58,8 +63,8 @@ from typing import Any
 import numpy as np
 
 from minidb.buffer.manager import BufferManager
-from minidb.errors import MinidbError, SchemaError, UnknownTableError
-from minidb.storage.disk import Disk
+from minidb.errors import DamagedTableError, MinidbError, SchemaError, UnknownTableError
+from minidb.storage.disk import Disk, versions_from_json, versions_to_json
 from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import Schema
 
@@ -223,7 +228,16 @@ class Table:
         table = cls(name, schema, disk, buffer, organization, key, storage)
         table._num_records = len(records)
         table.stats = {c.name.lower(): _stats_of(records[c.name]) for c in schema.columns}
+        table.claim_files()
         return table
+
+    def claim_files(self) -> None:
+        """Mark every page file of this table as its own, so a damaged page names the table."""
+        files = _paged_files(self.storage)
+        for ix in self.indexes.values():
+            files += _paged_files(ix.index)
+        for f in files:
+            f.owner = self.name
 
     def reorganize(self, organization: str, key: str | None) -> None:
         """Rebuild the data file in another organization; secondary indexes are rebuilt too."""
@@ -240,6 +254,7 @@ class Table:
         _drop_storage(self.disk, self.buffer, old)
         for column in columns:
             self.create_index(column)
+        self.claim_files()
 
     def create_index(self, column: str) -> SecondaryIndex:
         """Build a non-clustered index on ``column`` over the tuples now in the table."""
@@ -260,6 +275,7 @@ class Table:
             index = BPlusTree.bulk_load(self.disk, self.buffer, name, keys, rids)
             ix = SecondaryIndex(col, "btree", index)
         self.indexes[col.lower()] = ix
+        self.claim_files()
         return ix
 
     def drop(self) -> None:
@@ -306,6 +322,7 @@ class Table:
         except (KeyError, TypeError, ValueError) as e:
             raise MinidbError(f"the catalog entry of table {entry.get('name', '?')!r} is damaged "
                               f"({type(e).__name__}: {e})") from None
+        table.claim_files()
         for column in missing:
             table.create_index(column)
         return table
@@ -516,35 +533,86 @@ def _drop_storage(disk: Disk, buffer: BufferManager, storage: Any) -> None:
     _drop_structure(disk, buffer, storage)
 
 
+@dataclass
+class DamagedTable:
+    """A table of a reopened database that could not be opened: its catalog entry, kept as it
+    was (and saved again as it was), and the reason, which every use of the table reports."""
+
+    name: str
+    entry: dict
+    reason: str
+
+    def error(self) -> DamagedTableError:
+        return DamagedTableError(f"table {self.name!r} is damaged and cannot be used: "
+                                 f"{self.reason.rstrip('.')}; drop it (drop_table) and load it again")
+
+    def file_names(self) -> list[str]:
+        """The page files the damaged entry names (they stay on disk until it is dropped)."""
+        return files_named(self.entry)
+
+    def to_json(self) -> dict:
+        return self.entry
+
+
+def files_named(entry: Any) -> list[str]:
+    """Every ``"file"`` value anywhere in a catalog entry."""
+    if isinstance(entry, dict):
+        out = [entry["file"]] if isinstance(entry.get("file"), str) else []
+        for v in entry.values():
+            out += files_named(v)
+        return out
+    if isinstance(entry, list):
+        return [name for v in entry for name in files_named(v)]
+    return []
+
+
 class Catalog:
-    """The tables of a database, by case-insensitive name."""
+    """The tables of a database, by case-insensitive name; a table that could not be reopened
+    is held as a ``DamagedTable``, listed by ``names`` and refused by ``get``."""
 
     def __init__(self) -> None:
         self._tables: dict[str, Table] = {}
+        self._damaged: dict[str, DamagedTable] = {}
 
     def add(self, table: Table) -> Table:
-        if table.name.lower() in self._tables:
+        if self.has(table.name):
             raise MinidbError(f"table {table.name!r} already exists; drop it first or pick another name")
         self._tables[table.name.lower()] = table
         return table
+
+    def add_damaged(self, damaged: DamagedTable) -> None:
+        self._damaged[damaged.name.lower()] = damaged
 
     def get(self, name: str) -> Table:
         try:
             return self._tables[name.lower()]
         except KeyError:
-            known = ", ".join(sorted(t.name for t in self._tables.values())) or "none yet"
+            if name.lower() in self._damaged:
+                raise self._damaged[name.lower()].error() from None
+            known = ", ".join(sorted(self.names())) or "none yet"
             raise UnknownTableError(f"no table named {name!r}; the tables are: {known}") from None
 
     def has(self, name: str) -> bool:
-        return name.lower() in self._tables
+        return name.lower() in self._tables or name.lower() in self._damaged
 
     def remove(self, name: str) -> Table:
         table = self.get(name)
         del self._tables[name.lower()]
         return table
 
+    def damaged(self) -> list[DamagedTable]:
+        """The tables that could not be reopened, with what is wrong with each."""
+        return list(self._damaged.values())
+
+    def remove_damaged(self, name: str) -> DamagedTable | None:
+        return self._damaged.pop(name.lower(), None)
+
+    def entries(self) -> list[dict]:
+        """The catalog entries of every table, damaged ones as they were read."""
+        return [t.to_json() for t in self] + [d.to_json() for d in self._damaged.values()]
+
     def names(self) -> list[str]:
-        return [t.name for t in self._tables.values()]
+        return [t.name for t in self._tables.values()] + [d.name for d in self._damaged.values()]
 
     def __iter__(self):
         return iter(list(self._tables.values()))
@@ -556,7 +624,9 @@ class Catalog:
 # -- catalog files ------------------------------------------------------------------------------
 CATALOG_FILE = "catalog.json"  # a node's catalog, in its data directory
 CLUSTER_FILE = "cluster.json"  # a parallel database's coordinator catalog, in its directory
-CATALOG_VERSION = 1
+#: 2: every file has an id and page versions, folded into its pages' checksums (version 1 pages
+#: have neither, so they cannot be read by this minidb)
+CATALOG_VERSION = 2
 
 
 def write_json_atomically(path: Path, doc: dict) -> None:
@@ -598,6 +668,10 @@ def read_json(path: Path, what: str, format_name: str) -> dict | None:
         raise MinidbError(f"{path} is not a readable {what} ({e}); the file is damaged") from None
     if not isinstance(doc, dict) or doc.get("format") != format_name:
         raise MinidbError(f"{path} is not a minidb {what}")
+    if doc.get("version") == 1:
+        raise MinidbError(f"{path} was written by an older minidb (catalog version 1, whose pages "
+                          f"carry no file ids or page versions); this minidb reads version "
+                          f"{CATALOG_VERSION}: load the data again into a new directory")
     if doc.get("version") != CATALOG_VERSION:
         raise MinidbError(f"{path} has catalog version {doc.get('version')!r}; this minidb reads "
                           f"version {CATALOG_VERSION}")
@@ -648,11 +722,16 @@ def stats_from_json(d: dict) -> ColumnStats:
 
 
 def _file_to_json(f) -> dict:
-    return {"file": f.name, "pages": int(f.num_pages)}
+    return {"file": f.name, "pages": int(f.num_pages), "id": int(f.uid),
+            "versions": versions_to_json(f.versions)}
 
 
 def _open_file(disk: Disk, table: str, entry: dict):
-    f = disk.open(entry["file"])
+    uid, versions = entry["id"], versions_from_json(entry["versions"])
+    if not isinstance(uid, int) or len(versions) != int(entry["pages"]):
+        raise ValueError(f"the id or page versions of {entry['file']} do not fit its "
+                         f"{entry['pages']} pages")
+    f = disk.open(entry["file"], uid, versions)
     if f.num_pages != int(entry["pages"]):
         raise MinidbError(
             f"table {table!r}: {entry['file']}.pages holds {f.num_pages} pages but the catalog "

@@ -24,8 +24,15 @@ catalog (CREATE / DROP / INSERT / UPDATE / DELETE / CREATE TABLE AS, ``create_in
 pages are written and fsynced, then the catalog (``catalog.json``, see ``minidb.catalog``) is
 replaced atomically. ``connect(data_dir=D)`` on a directory that holds a catalog opens that
 database again: tables, indexes and statistics as they were after the last such statement.
-Page files that no catalog entry names (temporary files of a query cut off by a crash) are
-removed when the directory is reopened.
+
+Reopening never destroys data. A directory with page files but no ``catalog.json`` is refused
+(naming the files): it is a database whose catalog was lost, not an empty one. Page files that no
+catalog entry names (temporary files of a query cut off by a crash, or files a catalog restored
+from a backup does not know) are moved aside into ``orphaned-pages/`` in the directory, with a
+``MinidbWarning`` saying so; minidb never opens or removes them again. A table that cannot be
+opened (a file missing or cut short, a damaged entry) does not stop the others: the database
+opens, a ``MinidbWarning`` names the damaged table and why, ``damaged_tables()`` lists them, and a
+statement that uses one fails with that reason until ``drop_table`` removes it.
 
 Simplified: no log and no recovery. A statement is made durable by forcing its pages and then
 the catalog at its end; a crash in the middle of a change can leave a table whose files disagree
@@ -42,6 +49,7 @@ import os
 import re
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +63,14 @@ from minidb.catalog import (
     CATALOG_VERSION,
     CLUSTER_FILE,
     Catalog,
+    DamagedTable,
     Table,
+    files_named,
     read_json,
     reserve_file_names,
     write_json_atomically,
 )
-from minidb.errors import MinidbError
+from minidb.errors import MinidbError, MinidbWarning
 from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
 from minidb.sql.execute import run
@@ -145,6 +155,8 @@ class Database:
                     "minidb.connect(nodes=N, backend=..., data_dir=...) and its number of nodes"
                 )
             stored = read_json(Path(data_dir) / CATALOG_FILE, "catalog", CATALOG_FORMAT)
+            if stored is None:
+                refuse_pages_without_catalog(Path(data_dir))
         page_size = _page_size(page_size, stored, data_dir)
         self.disk = Disk(data_dir, page_size)
         try:
@@ -235,8 +247,18 @@ class Database:
     def tables(self) -> list[str]:
         return self.catalog.names()
 
+    def damaged_tables(self) -> dict[str, str]:
+        """Tables that could not be reopened, each with what is wrong with it."""
+        return {d.name: d.reason for d in self.catalog.damaged()}
+
     def drop_table(self, name: str) -> None:
         self._check_open()
+        damaged = self.catalog.remove_damaged(check_name_argument(name, "the table"))
+        if damaged is not None:  # its files are minidb's own, named by its catalog entry
+            for file in damaged.file_names():
+                (self.disk.path / f"{file}.pages").unlink(missing_ok=True)
+            self.checkpoint()
+            return
         table = self.catalog.remove(name)
         table.drop()
         self.checkpoint()
@@ -284,11 +306,12 @@ class Database:
             self.disk.sync()
             doc = {"format": CATALOG_FORMAT, "version": CATALOG_VERSION,
                    "page_size": self.disk.page_size,
-                   "tables": [t.to_json() for t in self.catalog]}
+                   "tables": self.catalog.entries()}
             write_json_atomically(self.disk.path / CATALOG_FILE, doc)
 
     def _reopen(self, doc: dict) -> None:
-        """Rebuild the catalog from ``doc``; remove page files no table names."""
+        """Rebuild the catalog from ``doc``: a table that cannot be opened is kept as damaged,
+        page files no table names are moved aside; both are reported as a ``MinidbWarning``."""
         tables = doc.get("tables")
         if not isinstance(tables, list):
             raise MinidbError(f"{self.disk.path / CATALOG_FILE} lists no tables; the file is damaged")
@@ -296,23 +319,40 @@ class Database:
         for entry in tables:
             if not isinstance(entry, dict):
                 raise MinidbError(f"{self.disk.path / CATALOG_FILE}: a table entry is damaged")
-            for name in _files_named(entry):  # before anything is rebuilt under a new name
-                keep.add(name)
+            keep.update(files_named(entry))  # before anything is rebuilt under a new name
         reserve_file_names(keep)
         rebuilt = False
         for entry in tables:
-            rebuilt |= any(not (self.disk.path / f"{ix.get('file')}.pages").exists()
+            try:
+                table = Table.reopen(self.disk, self.buffer, entry)
+            except MinidbError as e:
+                self.catalog.add_damaged(DamagedTable(str(entry.get("name", "?")), entry, str(e)))
+                continue
+            rebuilt |= any(ix.get("file") not in table.file_names()
                            for ix in entry.get("indexes") or [])
-            table = Table.reopen(self.disk, self.buffer, entry)
             self.catalog.add(table)
             keep.update(table.file_names())
-        for name in self.disk.page_files():
-            if name not in keep:  # temporary files of a query a crash cut off, or leftovers
-                (self.disk.path / f"{name}.pages").unlink(missing_ok=True)
-        for tmp in self.disk.path.glob(f"{CATALOG_FILE}.tmp-*"):
+        self._move_orphans_aside(keep)
+        for tmp in self.disk.path.glob(f"{CATALOG_FILE}.tmp-*"):  # a catalog write cut off
             tmp.unlink(missing_ok=True)
+        for damaged in self.catalog.damaged():
+            warnings.warn(str(damaged.error()), MinidbWarning, stacklevel=4)
         if rebuilt:
             self.checkpoint()
+
+    def _move_orphans_aside(self, keep: set[str]) -> None:
+        """Move page files no catalog entry names into ``orphaned-pages/`` and say so."""
+        orphans = [name for name in self.disk.page_files() if name not in keep]
+        if not orphans:
+            return
+        aside = self.disk.path / ORPHANS_DIR
+        aside.mkdir(exist_ok=True)
+        for name in orphans:
+            os.replace(self.disk.path / f"{name}.pages", _free_name(aside, f"{name}.pages"))
+        shown = ", ".join(f"{n}.pages" for n in orphans[:5]) + (", ..." if len(orphans) > 5 else "")
+        warnings.warn(f"{len(orphans)} page file(s) in {self.disk.path} that the catalog does not "
+                      f"name ({shown}) were moved to {aside}; delete them if you do not need them",
+                      MinidbWarning, stacklevel=5)
 
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -433,16 +473,26 @@ def _page_size(page_size: int | None, stored: dict | None, where) -> int:
     return saved
 
 
-def _files_named(entry: Any) -> list[str]:
-    """Every ``"file"`` value anywhere in a catalog entry."""
-    if isinstance(entry, dict):
-        out = [entry["file"]] if isinstance(entry.get("file"), str) else []
-        for v in entry.values():
-            out += _files_named(v)
-        return out
-    if isinstance(entry, list):
-        return [name for v in entry for name in _files_named(v)]
-    return []
+#: the folder of a data directory where reopening puts page files no catalog entry names
+ORPHANS_DIR = "orphaned-pages"
+
+
+def refuse_pages_without_catalog(data_dir: Path) -> None:
+    """A directory holding page files but no catalog is a database that lost its catalog:
+    opening it as an empty one would let the next open treat every page file as an orphan."""
+    pages = sorted(p.name for p in data_dir.glob("*.pages")) if data_dir.is_dir() else []
+    if pages:
+        shown = ", ".join(pages[:5]) + (f" and {len(pages) - 5} more" if len(pages) > 5 else "")
+        raise MinidbError(f"{data_dir} holds page files ({shown}) but no {CATALOG_FILE}; restore "
+                          f"the catalog, or move the page files away to start an empty database")
+
+
+def _free_name(folder: Path, name: str) -> Path:
+    """``folder / name``, or ``name`` with a number added if that is taken (nothing is replaced)."""
+    path, n = folder / name, 1
+    while path.exists():
+        path, n = folder / f"{name}.{n}", n + 1
+    return path
 
 
 def _load_source(source: Any) -> pa.Table:

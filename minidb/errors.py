@@ -52,6 +52,16 @@ class CorruptPageError(MinidbError):
     """A page read from disk failed its checksum; the message names the file and the page."""
 
 
+class DamagedTableError(CorruptPageError):
+    """A table of a reopened database could not be opened; the message says why. The other
+    tables of the database work; drop this one and load it again."""
+
+
+class MinidbWarning(UserWarning):
+    """Something minidb did on the user's behalf that they should know about (e.g. page files
+    no catalog names were moved aside when a data directory was opened)."""
+
+
 class BufferPoolFullError(MinidbError):
     """Every frame of the buffer pool is pinned, so no page can be brought in."""
 

@@ -17,7 +17,7 @@ import pytest
 import minidb
 from minidb import catalog as catalog_module
 from minidb.datagen import wisconsin
-from minidb.errors import MinidbError
+from minidb.errors import MinidbError, MinidbWarning
 
 N = 3000
 
@@ -112,7 +112,7 @@ def test_catalog_format(tmp_path, tenk):
     with minidb.connect(data_dir=tmp_path, page_size=8192) as db:
         _load(db, tenk)
     doc = json.loads((tmp_path / "catalog.json").read_text())
-    assert doc["format"] == "minidb-catalog" and doc["version"] == 1
+    assert doc["format"] == "minidb-catalog" and doc["version"] == 2
     assert doc["page_size"] == 8192
     by_name = {t["name"]: t for t in doc["tables"]}
     t, c, h = by_name["t"], by_name["c"], by_name["h"]
@@ -122,7 +122,10 @@ def test_catalog_format(tmp_path, tenk):
     assert [(ix["column"], ix["kind"]) for ix in t["indexes"]] == [("unique2", "btree"),
                                                                    ("stringu1", "btree")]
     assert c["organization"] == "clustered" and c["key"] == "unique1"
-    assert set(c["storage"]["tree"]) >= {"file", "pages", "root", "height", "entries"}
+    assert set(c["storage"]["tree"]) >= {"file", "pages", "id", "versions", "root", "height",
+                                         "entries"}
+    # a freshly loaded file: every page written once, saved as one run of version 1
+    assert t["storage"]["versions"] == [[1, t["storage"]["pages"]]]
     assert h["organization"] == "hash" and h["storage"]["buckets"] >= 1
     assert h["indexes"][0]["kind"] == "dense_hash"
     assert t["stats"]["unique1"] == {"min": 0, "max": N - 1, "distinct": N}
@@ -161,7 +164,7 @@ def test_drop_table_and_ctas_are_saved(tmp_path, tenk):
         assert sorted(db.sql("SELECT unique1 FROM small").to_pylist()) == [(i,) for i in range(10)]
 
 
-def test_reopen_removes_orphans_and_rebuilds_a_missing_index(tmp_path, tenk, monkeypatch):
+def test_reopen_moves_orphans_aside_and_rebuilds_a_missing_index(tmp_path, tenk, monkeypatch):
     with minidb.connect(data_dir=tmp_path) as db:
         db.create_table("t", tenk)
         db.create_index("t", "unique2")
@@ -171,8 +174,11 @@ def test_reopen_removes_orphans_and_rebuilds_a_missing_index(tmp_path, tenk, mon
     (tmp_path / f"{index_file}.pages").unlink()
     # a new process numbers files from 0 again: reopening must not reuse a file's name
     monkeypatch.setattr(catalog_module, "_next_file_id", 0)
-    with minidb.connect(data_dir=tmp_path) as db:
+    with pytest.warns(MinidbWarning, match="tmp-sort-0.pages.*moved to"):
+        db = minidb.connect(data_dir=tmp_path)
+    with db:
         assert not (tmp_path / "tmp-sort-0.pages").exists()
+        assert (tmp_path / "orphaned-pages" / "tmp-sort-0.pages").exists()
         r = db.sql("SELECT * FROM t WHERE unique2 < 20")
         assert sorted(r.to_pylist()) == want and "B+ tree" in r.access_path
         db.create_table("u", tenk.slice(0, 10))

@@ -512,6 +512,11 @@ class ParallelDatabase:
         entries = [] if stored is None else stored.get("tables", [])
         known = {e["name"].lower() for e in entries}
         held = self.backend.call_all("tables", {n: () for n in range(self.num_nodes)}, "reopen")
+        if stored is None and any(held):  # the catalog is lost, the data is not: never drop it
+            where = ", ".join(f"node-{n}: {', '.join(names)}" for n, names in enumerate(held) if names)
+            raise MinidbError(f"{self.data_dir} has no {CLUSTER_FILE} but its nodes hold tables "
+                              f"({where}); restore {CLUSTER_FILE}, or move the node directories "
+                              "away to start an empty database")
         for n, names in enumerate(held):
             for name in names:
                 if name.lower() not in known or n not in self.disk:

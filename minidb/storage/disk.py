@@ -14,16 +14,30 @@ are what the cost model turns into the seconds of the papers' hardware.
 Multi-page transfers (Volcano's *clusters*) are single ``preadv`` / ``pwrite`` calls, so the
 Python cost of a scan does not grow with the number of pages while the counts stay exact.
 
+File ids and page versions. Each file has a random 32-bit *id* and each of its pages a *version*,
+the number of times the page has been written (a write of pages n.. adds 1 to their versions).
+Both are folded into every page's checksum (``minidb.storage.page``), so a read accepts a page only
+if it is the latest version of that page of that file. The versions live in memory, one 32-bit
+counter a page, and the catalog saves them with the file's id (``versions_to_json``: runs of
+equal versions, so a freshly loaded file of any size is one run) each time it records a change,
+after the pages are forced to disk. This is what detects a lost write (the disk still holds
+version 3 of a page the catalog knows as version 4) and a change cut off before its catalog was
+written (version 5 on disk, 4 in the catalog). Keeping the table in the catalog, not in a file
+header or on a page of its own, means no extra page is ever read or written for it, so the I/O
+counts of every statement are what they were without it.
+
 Reopening. A page file holds nothing but its pages, so ``open`` takes the number of pages from the
-file's size; the checksums are checked as pages are read, as for any other read. ``sync`` forces
-the files written since the last call to stable storage (``fsync``), which the catalog does before
-it records a change. Simplified: no free-space map and no file header; what a file *is* (heap,
-tree, hash buckets) is known only from the catalog that names it.
+file's size, and its id and versions from the catalog; the checksums are checked as pages are
+read, as for any other read. ``sync`` forces the files written since the last call to stable
+storage (``fsync``), which the catalog does before it records a change. Simplified: no free-space
+map and no file header; what a file *is* (heap, tree, hash buckets) is known only from the
+catalog that names it.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 import weakref
@@ -84,6 +98,7 @@ class Disk:
         self._files: dict[int, PagedFile] = {}
         self._unsynced: dict[int, PagedFile] = {}  # files written since the last sync()
         self._next_id = 0
+        self._uids: set[int] = set()  # ids of the files on this disk (checksums fold them in)
 
     @property
     def is_temporary(self) -> bool:
@@ -93,14 +108,23 @@ class Disk:
     # -- files --------------------------------------------------------------------------------
     def create(self, name: str) -> PagedFile:
         """Create an empty page file called ``name`` (replacing any leftover of that name)."""
-        f = PagedFile(self, self._next_id, name)
+        f = PagedFile(self, self._next_id, name, uid=self._new_uid())
         self._next_id += 1
         f.path.write_bytes(b"")
         self._files[f.file_id] = f
         return f
 
-    def open(self, name: str) -> PagedFile:
-        """An existing page file ``name``; its page count is its size over the page size."""
+    def _new_uid(self) -> int:
+        """A random file id no other file of this disk has (random, so that a page of another
+        database's file is not taken for one of ours either)."""
+        while (uid := secrets.randbits(32)) in self._uids:
+            pass
+        self._uids.add(uid)
+        return uid
+
+    def open(self, name: str, uid: int = 0, versions: np.ndarray | None = None) -> PagedFile:
+        """An existing page file ``name``; its page count is its size over the page size. ``uid``
+        and ``versions`` (one a page) are what the catalog recorded for it."""
         path = self.path / f"{name}.pages"
         try:
             size = path.stat().st_size
@@ -111,7 +135,11 @@ class Disk:
                 f"{name}.pages is {size} bytes, not a whole number of {self.page_size}-byte pages "
                 "(cut short or damaged on disk); reload the table"
             )
-        f = PagedFile(self, self._next_id, name, size // self.page_size)
+        f = PagedFile(self, self._next_id, name, size // self.page_size, uid=int(uid))
+        if versions is not None:
+            n = min(len(versions), f.num_pages)
+            f._versions[:n] = np.asarray(versions, dtype=np.uint32)[:n]
+        self._uids.add(f.uid)
         self._next_id += 1
         self._files[f.file_id] = f
         return f
@@ -120,8 +148,14 @@ class Disk:
         """Names (without ``.pages``) of every page file in the data directory."""
         return sorted(p.name[: -len(".pages")] for p in self.path.glob("*.pages"))
 
+    def other_files(self, f: PagedFile):
+        """(name, id, page versions) of every open file but ``f``, to say where a stray page
+        came from (see ``minidb.storage.page.verify``)."""
+        return [(o.name, o.uid, o.versions) for o in list(self._files.values()) if o is not f]
+
     def drop(self, f: PagedFile) -> None:
         self._files.pop(f.file_id, None)
+        self._uids.discard(f.uid)
         self._unsynced.pop(f.file_id, None)
         f.path.unlink(missing_ok=True)
 
@@ -162,9 +196,24 @@ class PagedFile:
     """One file of fixed-size pages on a ``Disk``; reads verify checksums, writes seal them."""
 
     disk: Disk
-    file_id: int
+    file_id: int  # this process's number for the file (the I/O meter's "same file")
     name: str
     num_pages: int = field(default=0)
+    uid: int = 0  # the file's id on disk, folded into its pages' checksums
+    owner: str | None = None  # the table the file belongs to, for error messages
+
+    def __post_init__(self) -> None:
+        self._versions = np.zeros(max(16, self.num_pages), dtype=np.uint32)
+
+    @property
+    def versions(self) -> np.ndarray:
+        """How many times each page has been written (a view; the catalog saves a copy)."""
+        return self._versions[: self.num_pages]
+
+    @property
+    def label(self) -> str:
+        """The file as error messages name it: with its table when it has one."""
+        return self.name if self.owner is None else f"{self.name} (table {self.owner!r})"
 
     @property
     def path(self) -> Path:
@@ -188,7 +237,8 @@ class PagedFile:
                 if got == 0:
                     raise MinidbError(f"{self.name}: file is shorter than its catalog says; reload the table")
                 done += got
-        pg.verify(pages, first, self.name)
+        pg.verify(pages, first, self.label, self.uid, self.versions,
+                  lambda: self.disk.other_files(self))
         self.disk._count(self.file_id, first, n, write=False)
         return pages
 
@@ -200,12 +250,18 @@ class PagedFile:
         if first > self.num_pages:
             raise MinidbError(f"{self.name}: cannot write page {first}, the file has {self.num_pages} pages")
         pages = np.ascontiguousarray(pages)
-        pg.seal(pages)
+        if first + n > len(self._versions):  # room for the versions of new pages, doubling
+            grown = np.zeros(max(first + n, 2 * len(self._versions)), dtype=np.uint32)
+            grown[: len(self._versions)] = self._versions
+            self._versions = grown
+        new_versions = self._versions[first : first + n] + 1
+        pg.seal(pages, self.uid, new_versions)
         view = memoryview(pages.reshape(-1))
         done = 0
         with open(self.path, "r+b") as fh:
             while done < len(view):  # one call moves at most ~2 GiB, so loop on short writes
                 done += os.pwrite(fh.fileno(), view[done:], first * self.page_size + done)
+        self._versions[first : first + n] = new_versions
         self.disk._unsynced[self.file_id] = self
         self.num_pages = max(self.num_pages, first + n)
         self.disk._count(self.file_id, first, n, write=True)
@@ -215,3 +271,26 @@ class PagedFile:
         first = self.num_pages
         self.write_pages(first, pages)
         return first
+
+
+def versions_to_json(versions: np.ndarray) -> list[list[int]]:
+    """Page versions as runs ``[version, count]`` (a loaded file is one run, an updated one a
+    few): the form the catalog stores."""
+    v = np.asarray(versions, dtype=np.int64)
+    if not len(v):
+        return []
+    starts = np.flatnonzero(np.r_[True, v[1:] != v[:-1]])
+    counts = np.diff(np.r_[starts, len(v)])
+    return [[int(v[s]), int(c)] for s, c in zip(starts, counts, strict=True)]
+
+
+def versions_from_json(runs: list) -> np.ndarray:
+    """The page versions ``versions_to_json`` wrote (ValueError if they are not runs)."""
+    if not isinstance(runs, list) or not all(
+            isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) and x >= 0 for x in r)
+            for r in runs):
+        raise ValueError("page versions are not a list of [version, count] runs")
+    if not runs:
+        return np.zeros(0, dtype=np.uint32)
+    values, counts = zip(*runs, strict=True)
+    return np.repeat(np.array(values, dtype=np.uint32), np.array(counts, dtype=np.int64))

@@ -5,11 +5,27 @@ A *page* is the unit of disk I/O and of buffering (Gamma paper, Section 5.2.2 va
 every file in minidb starts with the same 16-byte header:
 
     offset  size  field
-    0       4     checksum   CRC-32 of bytes 4..page_size, written when the page goes to disk
+    0       4     checksum   CRC-32 of bytes 4..page_size, folded with the file id and the page
+                             version (below); written when the page goes to disk
     4       4     page_no    the page's own number, so a page written to the wrong place is caught
     8       2     kind       HEAP, BTREE_LEAF, BTREE_INNER, ... (what the rest of the page means)
     10      2     count      records (or keys) in use on the page
     12      4     link       kind-specific: next leaf for a B+ tree leaf, unused for heap pages
+
+Which file, which version. A checksum alone accepts any intact page, so two silent failures
+would read back as good data: a *misdirected* write (a page of file A landing in file B) and a
+*lost* write (the disk acknowledged a write it never made, so an older copy of the page is still
+there). Every page therefore carries its file's id (a random 32-bit number the catalog keeps for
+the file) and its *version* (how many times that page has been written; the catalog keeps the
+version of every page, see ``minidb.storage.disk``). They are carried *inside the checksum*
+rather than in header fields of their own: the checksum is ``crc32(id, version)`` continued
+from the CRC-32 of the page's bytes, so a page verifies only in the file and at the version the
+reader expects. Storing them in the header would have cost 8 more bytes of every page, which
+changes how many tuples (and B+ tree keys) a page holds, and so the page counts every measured
+experiment is calibrated on. When a page fails, ``verify`` works out what it is by trying the
+other candidates (the page number in its header, the other files of the disk, other versions
+of the page): a page of another file, an older version (a lost write), a newer one (a change cut
+off before its catalog was written), or plain damage.
 
 A heap page follows the header with a slot bitmap (one bit per slot, 1 = live record) and then
 the fixed-width records. Slot s of page p is record id ``p * capacity + s``; deleting a record
@@ -24,7 +40,9 @@ The checksum loop calls zlib once per page (C speed, well under a microsecond of
 
 from __future__ import annotations
 
+import struct
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -100,42 +118,101 @@ def set_headers(pages: np.ndarray, page_nos: np.ndarray, kind: int, counts: np.n
     pages[:, :HEADER_SIZE] = h.view(np.uint8).reshape(len(pages), HEADER_SIZE)
 
 
-def seal(pages: np.ndarray) -> None:
-    """Compute and store the checksum of every page (done just before pages go to disk)."""
+#: versions past the expected one that ``verify`` tries when it explains a failed page (a change
+#: cut off by a crash may have written a page several times before its catalog was saved)
+NEWER_VERSIONS_TRIED = 4096
+
+#: what ``verify`` needs to know about the other files of a disk: (name, file id, page versions)
+OtherFiles = Callable[[], Iterable[tuple[str, int, "np.ndarray"]]]
+
+
+def body_checksums(pages: np.ndarray) -> np.ndarray:
+    """CRC-32 of bytes 4..page_size of every page (everything the checksum field protects)."""
     flat = memoryview(pages.reshape(-1))
     size = pages.shape[1]
-    sums = np.fromiter(
-        (zlib.crc32(flat[i * size + 4 : (i + 1) * size]) for i in range(len(pages))),
-        dtype="<u4",
-        count=len(pages),
-    )
+    return np.fromiter((zlib.crc32(flat[i * size + 4 : (i + 1) * size]) for i in range(len(pages))),
+                       dtype="<u4", count=len(pages))
+
+
+def fold(body_crc: int, file_id: int, version: int) -> int:
+    """The stored checksum: the body's CRC continued over the file id and the page version."""
+    return zlib.crc32(struct.pack("<II", file_id & 0xFFFFFFFF, version & 0xFFFFFFFF), body_crc)
+
+
+def _folded(bodies: np.ndarray, file_id: int, versions: np.ndarray | None) -> np.ndarray:
+    """The stored checksums pages with these body CRCs must have (``fold`` of each)."""
+    vs = [0] * len(bodies) if versions is None else versions.tolist()
+    file_id &= 0xFFFFFFFF
+    return np.fromiter((zlib.crc32(struct.pack("<II", file_id, v & 0xFFFFFFFF), b)
+                        for b, v in zip(bodies.tolist(), vs, strict=True)),
+                       dtype="<u4", count=len(bodies))
+
+
+def seal(pages: np.ndarray, file_id: int = 0, versions: np.ndarray | None = None) -> None:
+    """Compute and store the checksum of every page (done just before pages go to disk), for the
+    file ``file_id`` with page ``i`` at version ``versions[i]`` (0 for all when None)."""
+    sums = _folded(body_checksums(pages), file_id, versions)
     pages[:, :4] = sums.view(np.uint8).reshape(-1, 4)
 
 
-def verify(pages: np.ndarray, first_page_no: int, file_name: str) -> None:
-    """Check checksums and page numbers of pages read from disk; name the first bad page."""
+def verify(pages: np.ndarray, first_page_no: int, file_name: str, file_id: int = 0,
+           versions: np.ndarray | None = None, others: OtherFiles | None = None) -> None:
+    """Check pages read from disk: checksums (for this file id and the page versions expected)
+    and page numbers. ``versions`` are the expected versions of *every* page of the file (None:
+    all 0); ``others`` lists the disk's other files, to name the one a stray page belongs to.
+    Raises ``CorruptPageError`` naming the first bad page and what is wrong with it."""
     if not len(pages):
         return
-    size = pages.shape[1]
-    flat = memoryview(pages.reshape(-1))
-    computed = np.array([zlib.crc32(flat[i * size + 4 : (i + 1) * size]) for i in range(len(pages))],
-                        dtype="<u4")
+    expected = None if versions is None else versions[first_page_no : first_page_no + len(pages)]
+    bodies = body_checksums(pages)
     stored = pages[:, :4].copy().view("<u4").reshape(-1)
     page_nos = pages[:, 4:8].copy().view("<u4").reshape(-1)
-    bad = np.flatnonzero(computed != stored)
+    bad = np.flatnonzero(_folded(bodies, file_id, expected) != stored)
     if len(bad):
-        raise CorruptPageError(
-            f"page {first_page_no + int(bad[0])} of {file_name} is corrupt (checksum mismatch); "
-            "the file was damaged on disk: reload the table"
-        )
-    expected = np.arange(first_page_no, first_page_no + len(pages), dtype="<u4")
-    wrong = np.flatnonzero(page_nos != expected)
+        i = int(bad[0])
+        what = _explain(int(bodies[i]), int(stored[i]), first_page_no + i, int(page_nos[i]),
+                        file_id, versions, others)
+        raise CorruptPageError(f"page {first_page_no + i} of {file_name} {what}")
+    numbers = np.arange(first_page_no, first_page_no + len(pages), dtype="<u4")
+    wrong = np.flatnonzero(page_nos != numbers)
     if len(wrong):
         i = int(wrong[0])
         raise CorruptPageError(
             f"page {first_page_no + i} of {file_name} holds page {int(page_nos[i])} "
             "(misplaced write); reload the table"
         )
+
+
+def _explain(body: int, stored: int, page_no: int, header_page_no: int, file_id: int,
+             versions: np.ndarray | None, others: OtherFiles | None) -> str:
+    """What a page that failed its checksum is, found by trying the other candidates."""
+    def version_of(n: int) -> int:
+        return 0 if versions is None or n >= len(versions) else int(versions[n])
+
+    if header_page_no != page_no and fold(body, file_id, version_of(header_page_no)) == stored:
+        return f"holds page {header_page_no} (misplaced write); reload the table"
+    for name, other_id, other_versions in (others() if others is not None else ()):
+        top = int(other_versions.max()) if len(other_versions) else 0
+        if _matching_version(body, stored, other_id, top) is not None:
+            return (f"holds page {header_page_no} of {name} (a write meant for another file "
+                    "landed here); reload the table")
+    want = version_of(page_no)
+    found = _matching_version(body, stored, file_id, want)
+    if header_page_no == page_no and found is not None and found < want:
+        return (f"is an old copy of the page (version {found}, the catalog recorded version "
+                f"{want}): a write was lost; reload the table")
+    if header_page_no == page_no and found is not None and found > want:
+        return (f"is newer than the catalog (version {found}, the catalog recorded version "
+                f"{want}): a change was cut off before the catalog was written; reload the table")
+    return "is corrupt (checksum mismatch); the file was damaged on disk: reload the table"
+
+
+def _matching_version(body: int, stored: int, file_id: int, around: int) -> int | None:
+    """The version v in 0 .. around + NEWER_VERSIONS_TRIED with fold(body, file_id, v) == stored."""
+    for v in range(around + NEWER_VERSIONS_TRIED + 1):
+        if fold(body, file_id, v) == stored:
+            return v
+    return None
 
 
 @dataclass(frozen=True)
