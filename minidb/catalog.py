@@ -544,7 +544,15 @@ class DamagedTable:
 
     def error(self) -> DamagedTableError:
         return DamagedTableError(f"table {self.name!r} is damaged and cannot be used: "
-                                 f"{self.reason.rstrip('.')}; drop it (drop_table) and load it again")
+                                 f"{self.cause()}; drop it (drop_table) and load it again")
+
+    def cause(self) -> str:
+        """The reason without the table's name in front or the advice at the end (``error``
+        says both once)."""
+        cause = self.reason.removeprefix(f"table {self.name!r}: ")
+        for advice in ("; reload the table", ": load it again in a new directory"):
+            cause = cause.removesuffix(advice)
+        return cause.rstrip(".")
 
     def file_names(self) -> list[str]:
         """The page files the damaged entry names (they stay on disk until it is dropped)."""

@@ -254,8 +254,9 @@ class Database:
     def drop_table(self, name: str) -> None:
         self._check_open()
         damaged = self.catalog.remove_damaged(check_name_argument(name, "the table"))
-        if damaged is not None:  # its files are minidb's own, named by its catalog entry
-            for file in damaged.file_names():
+        if damaged is not None:  # its files are minidb's own: page files its entry names
+            present = set(self.disk.page_files())  # (only those: never a path outside the directory)
+            for file in set(damaged.file_names()) & present:
                 (self.disk.path / f"{file}.pages").unlink(missing_ok=True)
             self.checkpoint()
             return
@@ -345,7 +346,9 @@ class Database:
         orphans = [name for name in self.disk.page_files() if name not in keep]
         if not orphans:
             return
-        aside = self.disk.path / ORPHANS_DIR
+        aside, n = self.disk.path / ORPHANS_DIR, 1
+        while aside.exists() and not aside.is_dir():  # a file of the user's by that name: keep it
+            aside, n = self.disk.path / f"{ORPHANS_DIR}.{n}", n + 1
         aside.mkdir(exist_ok=True)
         for name in orphans:
             os.replace(self.disk.path / f"{name}.pages", _free_name(aside, f"{name}.pages"))

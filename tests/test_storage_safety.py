@@ -140,6 +140,29 @@ def test_a_missing_data_file_is_a_damaged_table(tmp_path):
             db.sql("SELECT * FROM a")
 
 
+@pytest.mark.parametrize("spec", ["hash(unique1)", "range(unique1: 1500)", "round_robin"])
+def test_a_damaged_fragment_leaves_the_parallel_database_working(tmp_path, spec):
+    data = wisconsin(3000)
+    with minidb.connect(nodes=2, data_dir=tmp_path) as db:
+        db.create_table("a", data, partition=spec)
+        db.create_table("b", data, partition=spec)
+    fragment = next((tmp_path / "node-0").glob("a-heap-*.pages"))
+    fragment.write_bytes(fragment.read_bytes()[:PAGE])
+    with pytest.warns(MinidbWarning, match="'a' is damaged"):
+        db = minidb.connect(nodes=2, data_dir=tmp_path)
+    con = duckdb.connect()
+    con.register("b", data)
+    q = "SELECT ten, COUNT(*), SUM(unique2) FROM b GROUP BY ten"
+    with db:
+        assert sorted(db.sql(q).to_pylist()) == sorted(con.execute(q).fetchall())
+        with pytest.raises(DamagedTableError, match=r"table 'a' is damaged .*holds 1 pages"):
+            db.sql("SELECT COUNT(*) FROM a")
+        db.drop_table("a")
+        assert db.tables() == ["b"] and not fragment.exists()
+    with minidb.connect(nodes=2, data_dir=tmp_path) as db:
+        assert db.sql("SELECT COUNT(*) FROM b").to_pylist() == [(3000,)]
+
+
 # -- item 9: misdirected and lost writes --------------------------------------------------------
 def two_tables(tmp_path):
     """Tables a and b with the same layout (so a stray page would decode as plausible rows)."""
