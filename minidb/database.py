@@ -503,11 +503,14 @@ def _load_source(source: Any) -> pa.Table:
         return source
     if isinstance(source, pa.RecordBatch):
         return pa.Table.from_batches([source])
+    if isinstance(source, bytes):  # a file name that is not valid UTF-8, as the OS gives it
+        source = os.fsdecode(source)
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         if path.exists():
-            try:
-                return pq.read_table(path)
+            try:  # Python opens the file: Arrow cannot take a name that is not UTF-8
+                with open(path, "rb") as file:
+                    return pq.read_table(file)
             except (pa.ArrowInvalid, OSError) as e:
                 raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
         spec = re.fullmatch(r"([A-Za-z_]+):(\d+)(?::(\d+))?", str(source))

@@ -216,8 +216,12 @@ def parse(text: str) -> exp.Expression:
     """One sqlglot syntax tree for ``text``, or a one-line error."""
     if not isinstance(text, str) or not text.strip():
         raise MinidbError("empty SQL statement; pass a SELECT, INSERT, UPDATE, DELETE or CREATE TABLE AS")
+    _check_parentheses(text)
     try:
         trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
+    except RecursionError:  # nesting without parentheses (NOT NOT ..., CASE in CASE ...)
+        raise UnsupportedSQLError("expression nested too deeply for the SQL parser; write it "
+                                  "with fewer levels of NOT, CASE or function calls") from None
     except sqlglot.errors.ParseError as e:
         raise MinidbError(_syntax_error(text, e.errors[0] if e.errors else {})) from None
     except sqlglot.errors.SqlglotError as e:
@@ -227,7 +231,55 @@ def parse(text: str) -> exp.Expression:
         raise MinidbError(f"SQL syntax error: {first}") from None
     if len(trees) != 1:
         raise unsupported("several statements in one call; send them one at a time")
+    _check_depth(trees[0])
     return trees[0]
+
+
+# -- how deep an expression may nest ------------------------------------------------------------
+# sqlglot parses a parenthesis with about 25 nested Python calls, and minidb builds and evaluates
+# expression trees recursively (a few calls per level), so a statement nested thousands of levels
+# deep would end in Python's RecursionError. The limits below turn that into a one-line error
+# long before Python's own limit (1000 calls) is reached. A chain of one connective
+# (a OR b OR c ...) is built as one flat node, so it counts as one level however long it is.
+MAX_PARENTHESES = 32
+"""How many parentheses may be open at once in one statement."""
+
+MAX_EXPRESSION_DEPTH = 200
+"""How deep the syntax tree of one statement may be (an AND or OR chain counts once)."""
+
+
+def _check_parentheses(text: str) -> None:
+    """Refuse a statement with more than ``MAX_PARENTHESES`` parentheses open at once, before
+    the (recursive) parser sees it."""
+    try:
+        tokens = sqlglot.tokenize(text, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return  # the parser reports the syntax error
+    depth = deepest = 0
+    for token in tokens:
+        if token.token_type == sqlglot.TokenType.L_PAREN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.token_type == sqlglot.TokenType.R_PAREN:
+            depth -= 1
+    if deepest > MAX_PARENTHESES:
+        raise UnsupportedSQLError(
+            f"expression nested too deeply ({deepest} levels of parentheses; the limit is "
+            f"{MAX_PARENTHESES}); remove parentheses that are not needed or split the statement")
+
+
+def _check_depth(tree: exp.Expression) -> None:
+    """Refuse a syntax tree deeper than ``MAX_EXPRESSION_DEPTH`` (measured without recursion)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise UnsupportedSQLError(
+                f"expression nested too deeply (more than {MAX_EXPRESSION_DEPTH} levels; a long "
+                f"chain of + or - counts one level per term); split it into smaller expressions")
+        for child in node.iter_expressions():
+            same_chain = isinstance(node, exp.And | exp.Or) and type(_unparen(child)) is type(node)
+            stack.append((child, depth if same_chain or isinstance(node, exp.Paren) else depth + 1))
 
 
 def is_plain_table_name(name: str) -> bool:
@@ -455,10 +507,10 @@ class _ExprBuilder:
                 raise MinidbError(f"aggregate {node.sql()} is not allowed in {self.where}")
             return self.aggregate(node)
         if isinstance(node, exp.And | exp.Or):
-            parts = tuple(self._condition(self.build(p), p) for p in (node.this, node.expression))
+            parts = [self._condition(self.build(p), p) for p in self._chain(node)]
             cls = And if isinstance(node, exp.And) else Or
             flat: list[Expr] = []
-            for p in parts:  # a AND b AND c arrives as a nested pair; flatten it
+            for p in parts:  # a part may itself be a chain (a GROUP BY key): flatten it
                 flat.extend(p.parts if isinstance(p, cls) else [p])
             return cls(tuple(flat))
         if isinstance(node, exp.Not):
@@ -483,6 +535,26 @@ class _ExprBuilder:
         if scalar is not None:
             return scalar
         raise unsupported(construct_name(node))
+
+    def _chain(self, node: exp.And | exp.Or) -> list[exp.Expression]:
+        """The operands of ``a OR b OR c ...``, left to right.
+
+        sqlglot gives a chain of one connective as nested pairs, ((a OR b) OR c) OR d; walking
+        them with a stack instead of recursion lets a WHERE hold hundreds of ORs.
+        """
+        operands: list[exp.Expression] = []
+        stack = [node.expression, node.this]
+        while stack:
+            part = _unparen(stack.pop())
+            if type(part) is type(node) and not self._is_known(part):
+                stack += [part.expression, part.this]
+            else:
+                operands.append(part)
+        return operands
+
+    def _is_known(self, node: exp.Expression) -> bool:
+        """Whether ``node`` is an expression computed before (a GROUP BY key)."""
+        return bool(self.known) and node.sql(dialect="duckdb") in self.known
 
     # -- IN, LIKE, CASE, CAST and the scalar functions (nodes of minidb.exec.scalar) ------------
     def _scalar(self, node: exp.Expression) -> Expr | None:
