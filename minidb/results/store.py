@@ -14,7 +14,14 @@ on which host. ``finish_run`` inserts every row and flips the status to ``ok`` i
 transaction; ``fail_run`` flips it to ``failed`` with a one-line error and keeps no rows.
 ``record_run`` wraps a block of code in the three. Readers look at rows only through the view
 ``complete_rows`` (rows of ``ok`` runs), so a run that failed, or a process killed between begin
-and finish (its run stays ``running`` forever), never shows partial rows as results.
+and finish, never shows partial rows as results.
+
+A process killed between begin and finish (``kill -9``, a crash, a power cut) cannot mark its run
+failed. So ``begin_run`` also records *which process* runs it: its pid, the time the operating
+system started it (a pid is reused, a pid with its start time is not), and the machine, boot
+and pid namespace the pid belongs to. Opening the store and listing runs mark a ``running`` run
+``interrupted`` when its process is gone; a run of another machine (or boot, or container) is
+left alone, since its process cannot be seen from here.
 
 Which run is "latest"
 ---------------------
@@ -42,9 +49,13 @@ changes), ``meta`` (schema version, checksum of the loaded reference files); vie
 ``complete_rows``, ``latest_runs``, ``latest_rows``. ``parameters`` columns hold JSON text with
 sorted keys (DuckDB's JSON functions read it: ``parameters->>'scale'``); times are UTC.
 
+The lock file sits beside the store's *real* path (symlinks resolved), so a store reached
+through a symlink and by its own name is one store with one lock.
+
 Simplifications (on purpose): one exclusive lock for readers and writers (no shared read lock);
-no schema migrations (a file of another schema version is refused, not upgraded); the reference
-cells are copied into every store file rather than attached.
+one schema migration only (version 1, which did not record processes, is upgraded in place; any
+other version is refused); the reference cells are copied into every store file rather than
+attached.
 """
 
 from __future__ import annotations
@@ -53,6 +64,7 @@ import contextlib
 import json
 import numbers
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -82,10 +94,10 @@ STORE_ENV = "MINIDB_RESULTS"
 DEFAULT_TIMEOUT_S = 60.0
 """How long a call waits for another process to release the store before giving up."""
 
-SCHEMA_VERSION = "1"
-"""Layout of the tables below; a file with another version is refused."""
+SCHEMA_VERSION = "2"
+"""Layout of the tables below; a version-1 file is upgraded, another version is refused."""
 
-RUN_STATUSES: tuple[str, ...] = ("running", "ok", "failed")
+RUN_STATUSES: tuple[str, ...] = ("running", "ok", "failed", "interrupted")
 CLOCKS: tuple[str, ...] = ("modeled", "wall")
 
 ROW_KEYS: tuple[str, ...] = (
@@ -100,18 +112,17 @@ _ROW_NONEMPTY = ("row", "column", "metric")
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id", "experiment", "paper", "status", "error", "parameters", "minidb_version",
     "git_revision", "backend", "profile", "scale", "nodes", "started_at", "duration_s", "hostname",
+    "pid",
 )
 """Keys of the dicts ``runs()`` returns."""
 
-_SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE meta (key VARCHAR NOT NULL, value VARCHAR)",
-    "CREATE SEQUENCE run_seq START 1",
-    """CREATE TABLE runs (
+_RUNS_TABLE = """CREATE TABLE {name} (
         run_id         VARCHAR PRIMARY KEY,
         seq            BIGINT NOT NULL,          -- order in which the runs began
         experiment     VARCHAR NOT NULL,
         paper          VARCHAR NOT NULL,
-        status         VARCHAR NOT NULL CHECK (status IN ('running', 'ok', 'failed')),
+        status         VARCHAR NOT NULL
+                       CHECK (status IN ('running', 'ok', 'failed', 'interrupted')),
         error          VARCHAR,                  -- one line, for failed runs
         parameters     VARCHAR NOT NULL,         -- JSON object, sorted keys
         minidb_version VARCHAR,
@@ -122,7 +133,25 @@ _SCHEMA: tuple[str, ...] = (
         nodes          INTEGER[],                -- the node counts the run used
         started_at     TIMESTAMP NOT NULL,       -- UTC
         duration_s     DOUBLE,                   -- NULL while running
-        hostname       VARCHAR)""",
+        hostname       VARCHAR,
+        pid            INTEGER,                  -- the process that runs it
+        process_start  VARCHAR,                  -- when the OS started it (a reused pid differs)
+        pid_space      VARCHAR)                  -- machine, boot and pid namespace of the pid"""
+
+_VIEWS: tuple[str, ...] = (
+    """CREATE VIEW complete_rows AS
+        SELECT r.* FROM rows AS r JOIN runs AS u ON r.run_id = u.run_id WHERE u.status = 'ok'""",
+    """CREATE VIEW latest_runs AS
+        SELECT * FROM runs WHERE status = 'ok'
+        QUALIFY row_number() OVER (PARTITION BY experiment ORDER BY seq DESC) = 1""",
+    """CREATE VIEW latest_rows AS
+        SELECT r.* FROM rows AS r JOIN latest_runs AS u ON r.run_id = u.run_id""",
+)
+
+_SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE meta (key VARCHAR NOT NULL, value VARCHAR)",
+    "CREATE SEQUENCE run_seq START 1",
+    _RUNS_TABLE.format(name="runs"),
     """CREATE TABLE rows (
         run_id     VARCHAR NOT NULL,
         paper      VARCHAR NOT NULL,
@@ -149,13 +178,7 @@ _SCHEMA: tuple[str, ...] = (
         note       VARCHAR,
         file       VARCHAR,                      -- the CSV file and line the cell came from
         line       INTEGER)""",
-    """CREATE VIEW complete_rows AS
-        SELECT r.* FROM rows AS r JOIN runs AS u ON r.run_id = u.run_id WHERE u.status = 'ok'""",
-    """CREATE VIEW latest_runs AS
-        SELECT * FROM runs WHERE status = 'ok'
-        QUALIFY row_number() OVER (PARTITION BY experiment ORDER BY seq DESC) = 1""",
-    """CREATE VIEW latest_rows AS
-        SELECT r.* FROM rows AS r JOIN latest_runs AS u ON r.run_id = u.run_id""",
+    *_VIEWS,
 )
 
 _COMPARE_SQL = """
@@ -197,7 +220,7 @@ class StoreBusyError(ResultsStoreError):
 
 
 class StoreCorruptError(ResultsStoreError):
-    """The store's file is not a readable minidb results database."""
+    """The store's file is not a readable minidb results database, or it is damaged."""
 
 
 class RunStateError(ResultsStoreError):
@@ -266,7 +289,8 @@ class ResultsStore:
 
     def __init__(self, path: str | Path | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
                  reference_directory: str | Path | None = None) -> None:
-        self.path = Path(path if path is not None else default_store_path()).expanduser().absolute()
+        # the real path: a symlink to the store and the store itself must share one lock file
+        self.path = Path(path if path is not None else default_store_path()).expanduser().resolve()
         self.timeout = float(timeout)
         self.reference_directory = (Path(reference_directory) if reference_directory is not None
                                     else None)
@@ -276,6 +300,7 @@ class ResultsStore:
         self._schema_checked = False
         with self._connect() as con:
             self._sync_reference(con, force=False)
+            self._mark_interrupted(con)
 
     def __repr__(self) -> str:
         return f"ResultsStore({str(self.path)!r})"
@@ -297,14 +322,16 @@ class ResultsStore:
             scale = _number("scale", scale)
         started = _utcnow()
         run_id = f"{started:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+        pid = os.getpid()
         with self._connect() as con:
             con.execute(
                 "INSERT INTO runs (run_id, seq, experiment, paper, status, parameters, "
                 "minidb_version, git_revision, backend, profile, scale, nodes, started_at, "
-                "hostname) VALUES (?, nextval('run_seq'), ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, "
-                "?, ?)",
+                "hostname, pid, process_start, pid_space) VALUES (?, nextval('run_seq'), ?, ?, "
+                "'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, experiment, paper, params, _minidb_version(), git_revision(), backend,
-                 profile, scale, node_counts, started, socket.gethostname()])
+                 profile, scale, node_counts, started, socket.gethostname(), pid,
+                 process_start(pid), pid_space()])
         return run_id
 
     def finish_run(self, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -382,6 +409,7 @@ class ResultsStore:
     def run(self, run_id: str) -> dict[str, Any]:
         """One run, as a dict with the keys of ``RUN_COLUMNS``."""
         with self._connect() as con:
+            self._mark_interrupted(con)
             found = _fetch_dicts(con, f"SELECT {', '.join(RUN_COLUMNS)} FROM runs "
                                       f"WHERE run_id = ?", [run_id])
         if not found:
@@ -395,6 +423,7 @@ class ResultsStore:
             raise ResultsDataError(f"status {status!r} is not one of {', '.join(RUN_STATUSES)}")
         where, args = _where(paper=paper, experiment=experiment, status=status)
         with self._connect() as con:
+            self._mark_interrupted(con)
             return _fetch_dicts(con, f"SELECT {', '.join(RUN_COLUMNS)} FROM runs {where} "
                                      f"ORDER BY seq", args)
 
@@ -506,7 +535,7 @@ class ResultsStore:
                     self._check_schema(con)
                 yield con
             except duckdb.Error as err:
-                if _looks_corrupt(err):
+                if _looks_damaged(err):
                     raise self._open_error(err) from err
                 raise
             finally:
@@ -515,9 +544,17 @@ class ResultsStore:
             self._lock.release()
 
     def _open_error(self, err: duckdb.Error) -> ResultsStoreError:
+        """The one-line error for a DuckDB failure to open or read the store's file.
+
+        DuckDB says all of these in free text, so the phrases are matched whole: a damaged
+        "block" must not read as a "lock" held by another program.
+        """
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         lowered = detail.lower()
-        if "lock" in lowered:
+        if _looks_damaged(err):
+            return StoreCorruptError(f"damaged results store at {self.path}: {detail}; move it "
+                                     f"away (its runs are lost) and a new store is created")
+        if _LOCK_CONFLICT.search(detail):
             return StoreBusyError(f"results store {self.path} is busy: another program has it "
                                   f"open ({detail}); close that program and retry")
         if "permission denied" in lowered or "read-only file system" in lowered:
@@ -542,6 +579,9 @@ class ResultsStore:
                                     f"minidb results store; choose another path")
         else:
             version = _get_meta(con, "schema_version")
+            if version == "1":
+                _upgrade_from_version_1(con)
+                version = SCHEMA_VERSION
             if version != SCHEMA_VERSION:
                 raise StoreCorruptError(
                     f"results store {self.path} has schema version {version}, this minidb reads "
@@ -568,6 +608,22 @@ class ResultsStore:
             _set_meta(con, "reference_dir", str(snapshot.directory))
         return snapshot.table.num_rows
 
+    def _mark_interrupted(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Mark ``interrupted`` every running run whose process is gone (see the module
+        docstring); runs of processes this machine cannot see are left as they are."""
+        running = con.execute("SELECT run_id, pid, process_start, pid_space, started_at FROM runs "
+                              "WHERE status = 'running' AND pid_space = ?",
+                              [pid_space()]).fetchall()
+        now = _utcnow()
+        for run_id, pid, started, _, started_at in running:
+            if not process_gone(pid, started):
+                continue
+            con.execute("UPDATE runs SET status = 'interrupted', error = ?, duration_s = ? "
+                        "WHERE run_id = ? AND status = 'running'",
+                        [f"interrupted: process {pid} on {socket.gethostname()} ended before "
+                         f"the run finished (killed or crashed); run it again",
+                         (now - started_at).total_seconds(), run_id])
+
     def _run_state(self, con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, Any]:
         found = _fetch_dicts(con, "SELECT paper, experiment, status, started_at FROM runs "
                                   "WHERE run_id = ?", [run_id])
@@ -576,7 +632,68 @@ class ResultsStore:
         return found[0]
 
 
+# ---------------------------------------------------------------------- processes
+
+
+def pid_space() -> str:
+    """Where this process's pid means something: the host name and, on Linux, the boot id and
+    the pid namespace (containers on one machine have their own pids)."""
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    return " ".join(parts)
+
+
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` was started, as the kernel counts it (Linux ``/proc/PID/stat``,
+    field 22), or None where that cannot be read. With the pid it names one process for good."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None
+
+
+def process_gone(pid: int | None, started: str | None) -> bool:
+    """Whether the process recorded as (``pid``, ``started``) on this machine has ended: no such
+    pid, a zombie waiting for its parent, or a newer process that got the same pid."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process: it exists
+        pass
+    fields = _proc_stat(pid)
+    if fields is None:
+        return False  # no /proc here: the pid exists, so the process is taken to run
+    return fields[0] == "Z" or (started is not None and fields[19] != started)
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
 # ---------------------------------------------------------------------- helpers
+
+
+def _upgrade_from_version_1(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 1 had no process columns and no ``interrupted`` status: rebuild ``runs`` (DuckDB
+    cannot change a CHECK constraint in place), in one transaction."""
+    with _transaction(con):
+        for view in ("latest_rows", "latest_runs", "complete_rows"):
+            con.execute(f"DROP VIEW IF EXISTS {view}")
+        con.execute(_RUNS_TABLE.format(name="runs_v2"))
+        con.execute("INSERT INTO runs_v2 BY NAME SELECT * FROM runs")
+        con.execute("DROP TABLE runs")
+        con.execute("ALTER TABLE runs_v2 RENAME TO runs")
+        for view in _VIEWS:
+            con.execute(view)
+        _set_meta(con, "schema_version", SCHEMA_VERSION)
 
 
 @contextlib.contextmanager
@@ -716,9 +833,17 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 1000 else line[:997] + "..."
 
 
-def _looks_corrupt(err: duckdb.Error) -> bool:
-    text = str(err).lower()
-    return "corrupt" in text or "not a valid duckdb" in text or "checksum" in text
+_LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock is held", re.IGNORECASE)
+"""How DuckDB says that another process holds the file (and nothing else says)."""
+
+_DAMAGE = re.compile(r"\bcorrupt|\bchecksum\b|database has been invalidated|"
+                     r"failed to read block|block id|\bmagic bytes\b|could not read enough bytes",
+                     re.IGNORECASE)
+"""Phrases of DuckDB's errors for a file whose bytes are wrong."""
+
+
+def _looks_damaged(err: duckdb.Error) -> bool:
+    return bool(_DAMAGE.search(str(err)))
 
 
 def _utcnow() -> datetime:

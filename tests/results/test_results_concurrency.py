@@ -152,8 +152,8 @@ def test_concurrent_writers_each_run_and_row_exactly_once(store_path: Path,
 def test_process_killed_between_begin_and_finish(store_path: Path, gamma_reference: str) -> None:
     store = ResultsStore(store_path)
     assert _run(_begin_then_die, str(store_path), gamma_reference) == 3
-    (run,) = store.runs()
-    assert run["status"] == "running" and run["parameters"] == {"doomed": "before finish"}
+    (run,) = store.runs()  # its process is gone: listed as interrupted, not running forever
+    assert run["status"] == "interrupted" and run["parameters"] == {"doomed": "before finish"}
     assert store.rows() == [] and store.rows(latest=False) == []
     assert all(c["reproduced"] is None for c in store.compare())
     with store.record_run("gamma.selection", "gamma") as record:  # the store is not stuck
@@ -166,12 +166,12 @@ def test_process_killed_inside_finish_commits_nothing(store_path: Path,
     store = ResultsStore(store_path)
     assert _run(_die_before_commit, str(store_path), gamma_reference) == 4
     (run,) = store.runs()
-    assert run["status"] == "running"
+    assert run["status"] == "interrupted"
     assert store.sql("SELECT count(*) AS n FROM rows").column("n")[0].as_py() == 0
     assert store.rows(latest=False) == []
     with store.record_run("gamma.selection", "gamma") as record:
         record.extend(result_rows(1, 0))
-    assert [r["status"] for r in store.runs()] == ["running", "ok"]
+    assert [r["status"] for r in store.runs()] == ["interrupted", "ok"]
     assert len(store.rows()) == ROWS_PER_RUN
 
 
