@@ -13,16 +13,25 @@ most a few seconds for the nodes to close, then kills the actors: a dead or stuc
 make it hang either.
 
 Ray actors are threaded (``max_concurrency``), so a node can accept ``receive`` calls from other
-nodes' split tables while one of its own operators runs. With no address a local Ray instance is
-started; with ``address=`` (or the environment variable ``MINIDB_RAY_ADDRESS``) the actors join
-that cluster and are spread over its machines: minidb node i goes to Ray node i mod (number of
-Ray nodes), a hard node affinity (plain SPREAD, and a soft affinity right after a node joins,
-left zero-CPU actors together in Ray 2.60).
+nodes' split tables while one of its own operators runs. With no address a new local Ray
+instance is started, even where ``ray start`` or a test's ``ray.cluster_utils.Cluster`` left a
+cluster recorded on the machine (``/tmp/ray/ray_current_cluster``) or ``RAY_ADDRESS`` is set:
+plain ``ray.init()`` would join that one. With ``address=`` (or the environment variable
+``MINIDB_RAY_ADDRESS``) the actors join that cluster and are spread over its machines: minidb node
+i goes to Ray node i mod (number of Ray nodes), a hard node affinity (plain SPREAD, and a soft
+affinity right after a node joins, left zero-CPU actors together in Ray 2.60).
+
+When Ray cannot start (a start that times out on a busy machine) or the cluster cannot be
+joined, the error is one line naming what failed, and the Ray processes this start began
+(GCS server, raylet, and the raylet's agents) are ended, not left running.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import signal
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -93,11 +102,7 @@ class RayBackend:
         address = address or os.environ.get("MINIDB_RAY_ADDRESS")
         self.started_ray = False
         if not ray.is_initialized():
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False,
-                         num_cpus=num_cpus or min(os.cpu_count() or 2, max(2, num_nodes)))
+            start_ray(address, num_cpus or min(os.cpu_count() or 2, max(2, num_nodes)))
             self.started_ray = True
         options = {"max_concurrency": num_nodes * WINDOW + 6, "num_cpus": 0}
         actor = ray.remote(Node)
@@ -209,6 +214,70 @@ class RayBackend:
             self.ray.shutdown()
 
 
+def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Join the Ray cluster at ``address``, or start a new local instance with ``num_cpus``
+    (default: one per core).
+
+    ``address="local"`` is what makes it new: without it ``ray.init`` joins a cluster recorded
+    on the machine, where ``num_cpus`` is refused. A failure becomes one ``MinidbError``, after
+    every Ray process of this start has been ended.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise MinidbError("backend='ray' needs Ray: pip install 'ray>=2.40'") from None
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+        else:  # Ray's start-up chatter stays out of minidb's output; failures are raised below
+            ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.ERROR, num_cpus=num_cpus or os.cpu_count() or 2)
+    except BaseException as err:
+        _end_failed_start(ray)
+        if not isinstance(err, Exception):
+            raise  # Ctrl-C stays Ctrl-C
+        lines = str(err).strip().splitlines()
+        why = f"{type(err).__name__}: {lines[0] if lines else 'no message'}"
+        if address:
+            raise MinidbError(f"could not join the Ray cluster at {address} ({why}); check that "
+                              "it runs and the address (or MINIDB_RAY_ADDRESS), or leave the "
+                              "address out to start a local Ray instance") from None
+        raise MinidbError(f"could not start a local Ray instance ({why}); nothing was left "
+                          "running. Retry when the machine is less busy, or use "
+                          "backend='inline'") from None
+
+
+def _end_failed_start(ray) -> None:
+    """Stop what a failed ``ray.init`` of this process left: ``ray.shutdown()`` ends a Ray
+    instance that got as far as connecting; processes of one that did not (a GCS server whose
+    port never came up, a raylet and its agents) are killed here. They are found as this
+    process's descendants whose command line names a Ray session this process began (Ray names
+    it ``session_<date>_<time>_<pid>``), with everything they started in turn."""
+    try:
+        ray.shutdown()
+    except Exception:  # a half-started instance may fail to shut down; the kill below remains
+        pass
+    try:
+        import psutil  # Ray ships it (ray/thirdparty_files)
+    except ImportError:
+        return
+    session = re.compile(rf"session_[\d_-]+_{os.getpid()}(?!\d)")
+    doomed: dict[int, psutil.Process] = {}
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if session.search(" ".join(process.cmdline())):
+                for p in [process, *process.children(recursive=True)]:
+                    doomed[p.pid] = p
+        except psutil.Error:  # gone already
+            continue
+    for process in doomed.values():
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            pass
+    psutil.wait_procs(list(doomed.values()), timeout=5)
+
+
 class _Failure:
     """A failed call: its one-line error, and whether the node itself died."""
 
@@ -216,4 +285,4 @@ class _Failure:
         self.error, self.dead = error, dead
 
 
-__all__ = ["InlineBackend", "RayBackend"]
+__all__ = ["InlineBackend", "RayBackend", "start_ray"]

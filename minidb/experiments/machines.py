@@ -9,7 +9,6 @@ the machine's hardware profile (``minidb.cost``).
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,9 +28,11 @@ def runtime(backend: str | None) -> Iterator[None]:
         return
     import ray
 
+    from minidb.cluster.backends import start_ray
+
     started = not ray.is_initialized()
     if started:
-        ray.init(include_dashboard=False, log_to_driver=False, num_cpus=os.cpu_count() or 2)
+        start_ray()  # a new local instance, or one line saying why it could not start
     try:
         yield
     finally:
