@@ -491,6 +491,12 @@ class ResultsStore:
     # ------------------------------------------------------------------ connection
 
     def _prepare_directory(self) -> None:
+        try:
+            str(self.path).encode("utf-8")
+        except UnicodeEncodeError:  # DuckDB fails on such a name with a C++ std::bad_cast
+            raise StoreLocationError(
+                f"results store {str(self.path)!r}: DuckDB opens only file names that are valid "
+                f"UTF-8; choose another path or set {STORE_ENV}") from None
         if self.path.is_dir():
             raise StoreLocationError(f"results store {self.path} is a directory; give a file "
                                      f"name such as {self.path / 'results.duckdb'}")

@@ -23,7 +23,7 @@ import duckdb
 import pytest
 from results_env import isolate
 
-from minidb.results import ResultsStore, StoreBusyError, StoreCorruptError
+from minidb.results import ResultsStore, StoreBusyError, StoreCorruptError, StoreLocationError
 from minidb.results.store import _VIEWS, process_gone, process_start
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,3 +278,16 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_runs(store_path: Path):
     assert len(upgraded.rows()) == 1500 and len(upgraded.rows(latest=False)) == 4500
     assert upgraded.sql("SELECT value FROM meta WHERE key = 'schema_version'") \
         .column(0).to_pylist() == ["2"]
+
+
+# -- a file name that is not UTF-8 -----------------------------------------------------------
+def test_a_store_name_that_is_not_utf8_is_one_line(tmp_path: Path):
+    odd = os.fsdecode(os.fsencode(tmp_path) + b"/odd\xffname.duckdb")
+    with pytest.raises(StoreLocationError, match="valid UTF-8"):
+        ResultsStore(odd)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "minidb.cli", "report", "--store",
+                           os.fsencode(odd)], capture_output=True, timeout=120, env=env)
+    stderr = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2 and "Traceback" not in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1 and "valid UTF-8" in stderr
