@@ -33,7 +33,9 @@ from minidb.errors import MinidbError
 
 
 def _user_errors(fn: Callable) -> Callable:
-    """Turn a MinidbError into one line on stderr and exit status 2."""
+    """Turn a MinidbError into one line on stderr and exit status 2. Python running out of stack
+    or memory on what the user asked for is also said in one line (the engine's own checks
+    should catch both first; this is the safety net, not the mechanism)."""
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
@@ -41,6 +43,14 @@ def _user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except MinidbError as err:
             click.echo(f"minidb: error: {err}", err=True)
+            sys.exit(2)
+        except RecursionError:
+            click.echo("minidb: error: the statement is nested too deeply for minidb (Python's "
+                       "recursion limit was reached); split it into simpler statements", err=True)
+            sys.exit(2)
+        except MemoryError:
+            click.echo("minidb: error: out of memory; use fewer rows or a smaller table",
+                       err=True)
             sys.exit(2)
 
     return wrapper

@@ -161,6 +161,10 @@ def test_a_where_with_500_ors_works(engine):
         f"SELECT g, COUNT(*) FROM t WHERE ({_ors(500)}) AND g <> 3 GROUP BY g ORDER BY g",
         f"SELECT COUNT(*) FROM t WHERE NOT ({_ors(500)})",
         "SELECT COUNT(*) FROM t WHERE " + " AND ".join(f"id <> {3 * i + 1}" for i in range(500)),
+        # more ANDs than Python's recursion limit (the WHERE's terms were once split recursively)
+        "SELECT COUNT(*) FROM t WHERE " + " AND ".join(f"id <> {i % 900}" for i in range(3000)),
+        "SELECT COUNT(*) FROM t a JOIN t b ON a.id = b.id AND "
+        + " AND ".join(f"a.id <> {i % 700}" for i in range(3000)),
         f"SELECT SUM(CASE WHEN {_ors(500)} THEN 1 ELSE 0 END) FROM t",
     ]
     with _connect(engine, "t", table) as db:

@@ -795,12 +795,17 @@ def _table_ref(catalog: Catalog, node: exp.Expression) -> Ref:
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    node = _unparen(node)
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The terms of ``a AND b AND c ...``, left to right (walked with a stack, not recursion, so
+    a WHERE may hold thousands of ANDs)."""
+    terms: list[exp.Expression] = []
+    stack = [] if node is None else [node]
+    while stack:
+        part = _unparen(stack.pop())
+        if isinstance(part, exp.And):
+            stack += [part.expression, part.this]
+        else:
+            terms.append(part)
+    return terms
 
 
 def _with_aliases(node: exp.Expression, select_items: list[exp.Expression],
