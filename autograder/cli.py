@@ -37,7 +37,7 @@ def main() -> None:
 @click.option("--wall", type=float, default=DEFAULT.wall_s, show_default=True,
               help="Wall-clock seconds for importing the submission, and for each case.")
 @click.option("--cpu", type=float, default=DEFAULT.cpu_s, show_default=True,
-              help="CPU seconds for each child process.")
+              help="CPU seconds for each case (and for importing the submission).")
 @click.option("--memory", type=int, default=DEFAULT.memory_mb, show_default=True,
               help="Memory (address space) of each child process, in MB.")
 @click.option("--output", type=float, default=DEFAULT.output_mb, show_default=True,

@@ -8,7 +8,9 @@ call shows its leader as a zombie while its other threads run on, so the hunt lo
 task, not at processes. ``kill`` of any thread's id stops its whole thread group.
 
 A user id the grader did not choose (``--user nobody``) may have tasks and files of its own; a
-``Snapshot`` taken before a child starts says which, and only what is newer is removed.
+``Snapshot`` taken before a child starts says which, and only what is newer is removed (so what
+another program of that account starts meanwhile is taken for the child's: name an account only
+the grader uses).
 
 Files are hunted in the folders every user may write to (``SHARED_DIRS``): entries owned by the
 user, not there before, are removed; folders the user may enter are searched (within bounds).
