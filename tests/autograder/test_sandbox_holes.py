@@ -316,7 +316,7 @@ for _ in range(20):
 print("started", started)
 for _ in range(started):
     os.wait()
-subprocess.Popen(["setsid", "sleep", {sleep!r}])
+subprocess.Popen(["sleep", {sleep!r}], start_new_session=True)
 time.sleep(0.3)
 '''
 
