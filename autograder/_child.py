@@ -1,28 +1,37 @@
-"""The program a sandboxed child runs: limits, imports, privilege drop, then the cases.
+"""The program a sandboxed child runs: limits, imports, privilege drop, then one case at a time.
 
 Started by ``autograder.sandbox`` as ``python -I -B _child.py CONFIG`` with CONFIG a JSON object
-(paths, limits, the user to become, the file descriptor of the report). It is copied into the
-sandbox and runs from there, so it imports nothing from the grader: only the standard library,
-numpy, the assignment's harness and the stubbed minidb copied beside it.
+(paths, limits, the user to become, the file descriptors of the report and of the cases). It is
+copied into the sandbox and runs from there, so it imports nothing from the grader: only the
+standard library, numpy, the assignment's harness and the stubbed minidb copied beside it.
+
+After importing the submission this process holds no case. For each case it forks a process
+that reads that one case (its inputs and arrays, never an expected answer) from the case pipe,
+runs it and ends; the grader writes the next case into the pipe only once the last one has its
+result. So a case's process starts with its own CPU-time allowance (the limit is per case) and
+can find in its memory, by any means, only its own case and what importing left.
 
 The report is one JSON object per line: ``ready`` (or ``import_error``) once the submission is
-imported, then ``start`` and ``result`` for each case, then ``done``. The grader checks the order
-and believes nothing else in it.
+imported, then for each case ``start``, ``result`` and, from this process, ``ended`` with how the
+case's process ended. The grader checks the order and believes nothing else in it.
 """
 
+import io
 import json
 import os
 import resource
+import struct
 import sys
 import time
 
 PRINT_LIMIT = 2000
+NO_MORE_CASES = 3  # how a case's process ends when the grader has closed the case pipe
 # Imported before the privilege drop: where the interpreter's own files are not readable by the
 # sandbox user (a Python installed under /root), a submission can use only modules loaded before.
 WARM_IMPORTS = ("numpy.random", "collections", "heapq", "bisect", "itertools", "functools",
                 "math", "random", "statistics", "fractions", "dataclasses", "typing", "array",
                 "copy", "enum", "operator", "traceback", "contextlib", "io", "subprocess",
-                "hashlib", "glob", "pprint")
+                "hashlib", "glob", "pprint", "struct")
 
 
 def set_limits(config):
@@ -37,13 +46,14 @@ def set_limits(config):
 
 def drop_privileges(config):
     """Become the sandbox user for good (only when started as root), allowed ``nproc`` more
-    processes or threads than this process has now (the user id is this child's alone)."""
+    processes or threads than this process has now and the user had (``nproc_base``); the
+    process of each case is one of them."""
     if config["uid"] is None:
         return
     if config["nproc"] is not None:
         with open("/proc/self/status", encoding="ascii") as f:
             threads = int(next(line for line in f if line.startswith("Threads:")).split()[1])
-        limit = threads + config["nproc"]
+        limit = config["nproc_base"] + threads + config["nproc"]
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
     os.setgroups([])
     os.setgid(config["gid"])
@@ -122,18 +132,16 @@ def main():
     import importlib
     import importlib.util
 
-    import numpy as np
-
     for name in WARM_IMPORTS:  # before the drop: the interpreter's files may not be readable after
         importlib.import_module(name)
-    with np.load(job["arrays"], allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
     harness = importlib.import_module(job["harness"])
     drop_privileges(config)
     os.chdir(config["work"])
     os.umask(0o077)
     submission_dir = job["submission_dir"]
-    sys.path.append(submission_dir)
+    sys.path.append(os.path.dirname(job["module_file"]))
+    if os.path.dirname(job["module_file"]) != submission_dir:
+        sys.path.append(submission_dir)
 
     capture = Capture()
     try:
@@ -150,27 +158,83 @@ def main():
                        "printed": capture.text()})
         return
     reporter.emit({"event": "ready", "printed": capture.text()})
+    serve(reporter, config["case_fd"], harness, plugin, submission_dir)
 
-    for case in job["cases"]:
-        reporter.emit({"event": "start", "case": case["id"]})
-        capture = Capture()
-        started = time.perf_counter()
+
+def serve(reporter, case_fd, harness, plugin, submission_dir):
+    """Fork one process per case until the grader closes the case pipe; report how each ended."""
+    while True:
         try:
-            with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
-                observation = harness.run_case(plugin, case, arrays)
-            event = {"event": "result", "case": case["id"], "ok": True,
-                     "seconds": time.perf_counter() - started,
-                     "observation": observation, "printed": capture.text()}
+            pid = os.fork()
+        except OSError as exc:
+            os.write(2, f"could not start a process for the next case ({exc.strerror}): too "
+                        "many processes of the submission are running\n".encode())
+            os._exit(75)
+        if pid == 0:
+            code = 1
             try:
-                reporter.emit(event)
-                continue
-            except (TypeError, ValueError) as exc:
-                error = f"the answer could not be written down: {exc}"
-        except BaseException as exc:  # noqa: BLE001
-            error = describe(exc, submission_dir)
-        reporter.emit({"event": "result", "case": case["id"], "ok": False, "error": error,
-                       "seconds": time.perf_counter() - started, "printed": capture.text()})
-    reporter.emit({"event": "done"})
+                code = run_one(reporter, case_fd, harness, plugin, submission_dir)
+            except BaseException:  # noqa: BLE001  (the grader shows the start of stderr)
+                import traceback
+
+                traceback.print_exc(limit=3)
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == NO_MORE_CASES:
+            return
+        how = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
+               else {"exit": os.WEXITSTATUS(status)})
+        reporter.emit({"event": "ended", **how})
+
+
+def read_exactly(fd, size):
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd):
+    (size,) = struct.unpack(">Q", read_exactly(fd, 8))
+    return read_exactly(fd, size)
+
+
+def run_one(reporter, case_fd, harness, plugin, submission_dir):
+    """In a case's own process: read the case, run it, report; return the exit status."""
+    import contextlib
+
+    import numpy as np
+
+    try:
+        case = json.loads(read_frame(case_fd))
+        arrays = {name: np.load(io.BytesIO(read_frame(case_fd)), allow_pickle=False)
+                  for name in case.get("arrays", [])}
+    except EOFError:
+        return NO_MORE_CASES
+    reporter.emit({"event": "start", "case": case["id"]})
+    capture = Capture()
+    started = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(capture), contextlib.redirect_stderr(capture):
+            observation = harness.run_case(plugin, case, arrays)
+        event = {"event": "result", "case": case["id"], "ok": True,
+                 "seconds": time.perf_counter() - started,
+                 "observation": observation, "printed": capture.text()}
+        try:
+            reporter.emit(event)
+            return 0
+        except (TypeError, ValueError) as exc:
+            error = f"the answer could not be written down: {exc}"
+    except BaseException as exc:  # noqa: BLE001
+        error = describe(exc, submission_dir)
+    reporter.emit({"event": "result", "case": case["id"], "ok": False, "error": error,
+                   "seconds": time.perf_counter() - started, "printed": capture.text()})
+    return 0
 
 
 if __name__ == "__main__":

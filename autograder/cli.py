@@ -11,6 +11,7 @@ A graded submission exits 0 whatever its score.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def main() -> None:
 @click.option("--wall", type=float, default=DEFAULT.wall_s, show_default=True,
               help="Wall-clock seconds for importing the submission, and for each case.")
 @click.option("--cpu", type=float, default=DEFAULT.cpu_s, show_default=True,
-              help="CPU seconds for each child process.")
+              help="CPU seconds for each case (and for importing the submission).")
 @click.option("--memory", type=int, default=DEFAULT.memory_mb, show_default=True,
               help="Memory (address space) of each child process, in MB.")
 @click.option("--output", type=float, default=DEFAULT.output_mb, show_default=True,
@@ -50,9 +51,18 @@ def grade(assignment: str, submission: Path, results: Path, wall: float, cpu: fl
     from autograder.grading import grade_to_file
 
     limits = Limits(wall_s=wall, cpu_s=cpu, memory_mb=memory, output_mb=output)
-    graded = grade_to_file(assignment, submission, results, limits=limits, user=user,
-                           log=lambda line: click.echo(line))
-    click.echo(f"wrote {results}: {graded.score:g} / {graded.max_score:g}")
+    graded = grade_to_file(assignment, submission, results, limits=limits, user=user, log=_say)
+    _say(f"wrote {results}: {graded.score:g} / {graded.max_score:g}")
+
+
+def _say(line: str) -> None:
+    """Print a line of the log; when stdout is a closed pipe (``| head``), print no more."""
+    try:
+        click.echo(str(line).encode("utf-8", "backslashreplace").decode("utf-8"))
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # so that flushing at exit is quiet too
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 @main.command()

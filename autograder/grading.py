@@ -8,7 +8,12 @@ student release leaves out, and Gradescope shows their results after the due dat
 
 ``grade_to_file`` is what the command line and Gradescope run: it writes ``results.json``
 exactly once, in a ``finally``, whatever happened before (a submission that could not be read,
-a grader bug, SIGTERM), so Gradescope always finds a valid file.
+a grader bug, SIGTERM, a log nobody reads any more), so Gradescope always finds a valid file, and
+it always holds one test per case: a case that could not be graded fails, saying why.
+
+Every public case of every part is graded before any hidden case is sent to a child: a process
+that has held a hidden case's inputs never writes the output of a public one, and its files in
+the shared folders are gone before a public case could read them.
 """
 
 from __future__ import annotations
@@ -112,6 +117,8 @@ def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *
     start = time.monotonic()
     results = Results()
     previous = _raise_on_sigterm()
+    log = _serialized(log)
+    assignment = None
     try:
         assignment = load(name)
         grade(assignment, Path(submission), results, limits=limits, user=user, log=log)
@@ -130,6 +137,8 @@ def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *
                           f"{len(results.tests)} case(s); your instructor can see why in its log.")
         raise
     finally:
+        if assignment is not None:
+            _complete(assignment, results, results.output or "it was not graded")
         results.execution_time = time.monotonic() - start
         try:
             write_results(results_path, results)
@@ -170,62 +179,101 @@ def grade(assignment: Assignment, submission: Path, results: Results, *,
             if path.exists() and _others_can_read(path):
                 log(f"WARNING: submissions can read {path}; make the grader's files private "
                     "(the Gradescope setup.sh runs chmod -R go-rwx on its source)")
-    summary: dict[str, list[TestResult]] = {}
-    with Sandbox(assignment.harness, submission, who) as sandbox:
+    outcomes: dict[str, CaseOutcome] = {}
+    import_errors: dict[str, str] = {}
+    with Sandbox(assignment.harness, submission, who, [p.file for p in assignment.parts]) as sandbox:
         if sandbox.skipped:
             log("left out of the submission: " + "; ".join(sandbox.skipped))
-        threads = []
-        for part in assignment.parts:
-            summary[part.key] = []
-            t = threading.Thread(target=_grade_part, daemon=True,
-                                 args=(part, sandbox, submission, limits, summary[part.key], log))
-            t.start()
-            threads.append(t)
-        for t in threads:
-            t.join()
+        for hidden in (False, True):  # every public case first, then the hidden ones
+            threads = []
+            for part in assignment.parts:
+                cases = [c for c in part.cases if c.hidden == hidden]
+                show_import = not hidden or not any(not c.hidden for c in part.cases)
+                if cases:
+                    t = threading.Thread(target=_run_part, daemon=True, args=(
+                        part, cases, sandbox, limits, outcomes, import_errors, show_import, log))
+                    t.start()
+                    threads.append(t)
+            for t in threads:
+                t.join()
     for i, part in enumerate(assignment.parts, start=1):
-        for j, test in enumerate(summary[part.key], start=1):
+        for j, case in enumerate(part.cases, start=1):
+            outcome = outcomes.get(case.id) or CaseOutcome(
+                case.id, error="it was never run: the autograder failed; your instructor can see "
+                               "why in its log")
+            verdict = _verdict(case, outcome, log)
+            log(f"  {part.key} {case.id} {'passed' if verdict.passed else 'FAILED'} "
+                f"({outcome.seconds:.2f} s)")
+            test = _test_result(part, case, outcome, verdict)
             test.number = f"{i}.{j}"
             results.tests.append(test)
-    unfinished = [p.key for p in assignment.parts if len(summary[p.key]) != len(p.cases)]
-    if unfinished:
-        raise RuntimeError(f"part(s) {', '.join(unfinished)} not graded to the end; see the log")
     results.output = _summary(assignment, results, sandbox.skipped)
     log(f"score {results.score:g} / {results.max_score:g}")
     return results
 
 
+def _complete(assignment: Assignment, results: Results, reason: str) -> None:
+    """Add a failed test, saying ``reason``, for every case ``results`` has none for."""
+    have = {t.name for t in results.tests}
+    for i, part in enumerate(assignment.parts, start=1):
+        for j, case in enumerate(part.cases, start=1):
+            test = _test_result(part, case, CaseOutcome(case.id), Verdict(False, reason))
+            if test.name not in have:
+                test.number = f"{i}.{j}"
+                results.tests.append(test)
+
+
 def _serialized(log):
-    """``log`` made safe to call from the parts' threads: one whole line at a time."""
+    """``log`` made safe to call from the parts' threads, one whole line at a time, with any
+    text (a lone surrogate a submission wrote); once it fails (a closed pipe), it stays quiet
+    rather than stop the grading."""
+    if getattr(log, "serialized", False):
+        return log
     lock = threading.Lock()
+    broken: list[BaseException] = []
 
     def locked(message: str) -> None:
+        text = str(message).encode("utf-8", "backslashreplace").decode("utf-8")
         with lock:
-            log(message)
+            if broken:
+                return
+            try:
+                log(text)
+            except (OSError, ValueError) as exc:
+                broken.append(exc)
 
+    locked.serialized = True
     return locked
 
 
-def _grade_part(part: Part, sandbox: Sandbox, submission: Path, limits: Limits,
-                out: list[TestResult], log) -> None:
-    """Run one part's cases in children and check each observation; append one test per case."""
-    if not (submission / part.file).is_file():
-        found = sorted(p.name for p in submission.iterdir())[:20]
-        message = (f"{part.file} is missing from the submission (found: "
-                   f"{', '.join(found) or 'nothing'}); part {part.key} needs it")
-        outcomes = [CaseOutcome(c.id, error=message) for c in part.cases]
-    else:
-        job = ChildJob(part.key, part.file, part.plugin_kind, part.plugin_name,
-                       [c.job() for c in part.cases],
-                       {k: v for c in part.cases for k, v in c.arrays.items()})
-        outcomes = run_cases(sandbox, job, limits, log=log)
-    by_id = {o.case_id: o for o in outcomes}
-    for case in part.cases:
-        outcome = by_id.get(case.id) or CaseOutcome(case.id, error="it was never run")
-        verdict = _verdict(case, outcome, log)
-        out.append(_test_result(part, case, outcome, verdict))
-        log(f"  {part.key} {case.id} {'passed' if verdict.passed else 'FAILED'} "
-            f"({outcome.seconds:.2f} s)")
+def _run_part(part: Part, cases: list[Case], sandbox: Sandbox, limits: Limits,
+              out: dict[str, CaseOutcome], import_errors: dict[str, str], show_import: bool,
+              log) -> None:
+    """Run ``cases`` of one part in children; put an outcome for each of them in ``out``."""
+    try:
+        problem = sandbox.found.problems.get(part.file)
+        if problem is not None:
+            top = sorted(p.name for p in sandbox.submission.iterdir())[:20]
+            message = (f"{problem} (found: {', '.join(top) or 'nothing'}); "
+                       f"part {part.key} needs it")
+            out.update({c.id: CaseOutcome(c.id, error=message) for c in cases})
+            return
+        if part.key in import_errors:  # importing holds no case: the same failure again
+            out.update({c.id: CaseOutcome(c.id, error=import_errors[part.key]) for c in cases})
+            return
+        job = ChildJob(part.key, sandbox.found.files[part.file], part.plugin_kind,
+                       part.plugin_name, [c.job() for c in cases],
+                       {k: v for c in cases for k, v in c.arrays.items()})
+        run = run_cases(sandbox, job, limits, log=log, show_import_output=show_import)
+        if run.import_error is not None:
+            import_errors[part.key] = run.import_error
+        out.update({o.case_id: o for o in run.outcomes})
+    except BaseException as exc:  # a grader bug: these cases fail with the reason, others go on
+        log(f"  part {part.key}: {''.join(traceback.format_exception(exc))}")
+        for c in cases:
+            out.setdefault(c.id, CaseOutcome(c.id, error=(
+                f"the autograder failed while running this case ({type(exc).__name__}); "
+                "your instructor can see why in its log")))
 
 
 def _verdict(case: Case, outcome: CaseOutcome, log) -> Verdict:

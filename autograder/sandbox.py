@@ -1,26 +1,30 @@
-"""Running untrusted submission code in a child process, and hearing what it observed.
+"""Running untrusted submission code in child processes, and hearing what it observed.
 
-The grader never imports a submission. It prepares a sandbox directory and starts one child
-Python process per part (restarting it after a case that killed it), which runs
-``autograder/_child.py``:
+The grader never imports a submission. It prepares a sandbox directory and starts a child Python
+process per part (a fresh one after a case that killed it), which runs ``autograder/_child.py``:
 
 1. The child lowers its own limits before anything else runs: CPU seconds (``RLIMIT_CPU``),
    address space (``RLIMIT_AS``), the size of any file it writes (``RLIMIT_FSIZE``, which bounds
-   what it prints), open files, no core dumps and, under a user of its own, few processes.
+   what it prints), open files, no core dumps and, under another user, few processes.
 2. It reads its job (as the grader's user), imports numpy, the assignment's harness and a copy of
    minidb with every solution block stubbed, so the submission cannot reuse the reference code.
 3. When the grader runs as root it then drops to an unprivileged user for good (``setgroups``,
-   ``setgid``, ``setuid``): by default a user id of its own that no account and no process uses
-   (so every process it leaves behind can be found and killed by that id), or a named account
-   such as ``nobody``. Only now is the submission imported.
-4. For every case it writes one JSON line to a report file the grader opened for it: the raw
-   observations (rows' destinations, the victims chosen), never a score. What it prints goes to a
-   bounded buffer sent along, the rest is counted and dropped.
+   ``setgid``, ``setuid``): by default a user id of its own that no account and no process uses,
+   or a named account such as ``nobody``. Only now is the submission imported.
+4. The grader then sends it one case at a time through a pipe, the next only when the last has
+   its result; the child forks a process for each case, so each case has its own CPU time and
+   its process holds no other case. Cases are inputs only: what they must produce stays here.
+   The case's process writes one JSON line per event to a report file the grader opened for it:
+   the raw observations (rows' destinations, the victims chosen), never a score. What it prints
+   goes to a bounded buffer sent along, the rest is counted and dropped.
 
 The parent watches the report as it grows: each stage (importing the submission, each case) has
 its own wall-clock deadline; a child past it, or gone without finishing, is killed with its whole
-process group (and, under its own user id, every process of that id). The parent trusts nothing
-in the report: ``grading`` checks every observation against the inputs and the reference.
+process group and, under another user, every task of that user it started (``hunt``: threads of
+zombie-led thread groups too), and the files that user left in the shared temporary folders are
+removed. A user id of its own is handed out again only once no task of it is left. Under a named
+account, children run one at a time, so that what is new of that account is theirs. The parent
+trusts nothing in the report: ``grading`` checks every observation against the inputs.
 
 Simplification: when the grader does not run as root (a student trying the public tests on a
 laptop) the child keeps the student's own user; the limits still hold, but nothing keeps it from
@@ -31,28 +35,33 @@ from __future__ import annotations
 
 import atexit
 import compileall
+import fcntl
+import io
 import json
 import os
 import pwd
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from autograder import hunt
 from autograder.markers import strip_solutions
+from autograder.submission import Found, copy_submission
 from minidb.errors import MinidbError
 
 CHILD_SCRIPT = Path(__file__).with_name("_child.py")
 DEDICATED_UIDS = range(61_000, 65_000)
-SUBMISSION_MAX_FILES = 100
-SUBMISSION_MAX_BYTES = 5 * 2**20
+CHILD_NPROC = 4  # processes or threads a submission may start besides its own
 
 
 class AutograderError(MinidbError):
@@ -73,7 +82,7 @@ class Limits:
         return int(self.output_mb * 2**20)
 
     def describe(self) -> str:
-        return (f"{self.wall_s:g} s wall-clock per stage, {self.cpu_s:g} s CPU per process, "
+        return (f"{self.wall_s:g} s wall-clock per stage, {self.cpu_s:g} s CPU per case, "
                 f"{self.memory_mb} MB memory, {self.output_mb:g} MB per file written")
 
 
@@ -114,7 +123,7 @@ _claim_lock = threading.Lock()
 def claim_uid() -> int:
     """A user id no account, no process and no other child of this grader has; see release."""
     with _claim_lock:
-        busy = _uids_running()
+        busy = hunt.users_with_tasks()
         start = os.getpid() % len(DEDICATED_UIDS)
         for i in range(len(DEDICATED_UIDS)):
             uid = DEDICATED_UIDS[(start + i) % len(DEDICATED_UIDS)]
@@ -133,40 +142,28 @@ def release_uid(uid: int) -> None:
         _claimed.discard(uid)
 
 
-def _uids_running() -> dict[int, list[int]]:
-    """Real user id -> ids of its live processes (zombies left out: they are gone), from /proc."""
-    found: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as f:
-                status = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if status.get("State", "").strip().startswith("Z") or "Uid" not in status:
-            continue
-        found.setdefault(int(status["Uid"].split()[0]), []).append(int(entry.name))
-    return found
-
-
 # -- the sandbox directory ----------------------------------------------------------------------
 class Sandbox:
     """A temporary directory holding what children need; removed by ``close``.
 
     ``lib/`` (readable by all): ``_child.py``, the harness and minidb with its solutions stubbed
     (copied from a compiled template made once per grader process);
-    ``submission/`` (readable by all): the regular files of the submission; ``private/`` (the
-    grader's only): jobs, inputs, reports and captured output; ``work-N/``: a child's own
-    directory (its cwd, HOME and TMPDIR), owned by the sandbox user.
+    ``submission/`` (readable by all): the regular files of the submission, the graded ones
+    (``wanted``) found by name (``found``); ``private/`` (the grader's only): jobs, reports and
+    captured output; ``work-N/``: a child's own directory (its cwd, HOME and TMPDIR), owned by
+    the sandbox user.
     """
 
-    def __init__(self, harness: Path, submission: Path, user: SandboxUser | None) -> None:
+    def __init__(self, harness: Path, submission: Path, user: SandboxUser | None,
+                 wanted: list[str] | None = None) -> None:
         self.user = user
         self.root = Path(tempfile.mkdtemp(prefix="minidb-grade-"))
         self._count = 0
         self._lock = threading.Lock()
-        self.running: dict[subprocess.Popen, SandboxUser | None] = {}
+        self.one_at_a_time = threading.Lock()  # children under a shared account
+        self.running: dict[subprocess.Popen, hunt.Snapshot | None] = {}
+        self.found = Found()
+        self.skipped: list[str] = []
         try:
             os.chmod(self.root, 0o755)
             self.lib = self.root / "lib"
@@ -178,7 +175,8 @@ class Sandbox:
             shutil.copyfile(harness, self.lib / f"{self.harness_module}.py")
             shutil.copytree(_stubbed_minidb(), self.lib / "minidb")
             self.submission = self.root / "submission"
-            self.skipped = _copy_submission(submission, self.submission)
+            self.found = copy_submission(submission, self.submission, wanted or [])
+            self.skipped = self.found.skipped
             _open_up(self.lib)
             _open_up(self.submission)
         except BaseException:
@@ -206,8 +204,8 @@ class Sandbox:
 
     def close(self) -> None:
         """Kill any child still running (the grader is being stopped), then remove the files."""
-        for proc, user in list(self.running.items()):
-            _kill_all(proc, user)
+        for proc, before in list(self.running.items()):
+            _kill_all(proc, before)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> Sandbox:
@@ -256,35 +254,6 @@ def _copy_stubbed(source: Path, target: Path) -> None:
             shutil.copyfile(path, out)
 
 
-def _copy_submission(source: Path, target: Path) -> list[str]:
-    """Copy the regular files of a submission (no links, no caches); return what was left out."""
-    target.mkdir()
-    skipped: list[str] = []
-    count, size = 0, 0
-    for path in sorted(source.rglob("*")):
-        rel = path.relative_to(source)
-        if "__pycache__" in rel.parts or any(p.startswith(".") for p in rel.parts):
-            continue
-        if path.is_symlink():
-            skipped.append(f"{rel} (a symbolic link)")
-            continue
-        if path.is_dir():
-            continue
-        if not path.is_file():
-            skipped.append(f"{rel} (not a regular file)")
-            continue
-        length = path.stat().st_size
-        if count >= SUBMISSION_MAX_FILES or size + length > SUBMISSION_MAX_BYTES:
-            skipped.append(f"{rel} (over the limit of {SUBMISSION_MAX_FILES} files, "
-                           f"{SUBMISSION_MAX_BYTES // 2**20} MB)")
-            continue
-        out = target / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, out)
-        count, size = count + 1, size + length
-    return skipped
-
-
 def _open_up(top: Path) -> None:
     """Make ``top`` readable (not writable) by everyone, so the sandbox user can import it."""
     for dirpath, _, filenames in os.walk(top):
@@ -307,22 +276,33 @@ class CaseOutcome:
 
 @dataclass
 class _Watch:
-    """The parent's reading of one child's report, event by event."""
+    """The parent's reading of one child's report, event by event.
+
+    ``current`` is the case sent to the child and not finished (the next is sent once the last
+    one's process has ``ended``: it never meets another case); ``explain`` turns how its process
+    ended (``{"exit": status}`` or ``{"signal": number}``) into the reason it failed.
+    """
 
     cases: list[str]
+    explain: Callable[[dict], str] = lambda how: "its process ended"
     events: int = 0
     ready: bool = False
     import_error: str | None = None
     import_printed: str = ""
     current: str | None = None
+    finishing: bool = False  # the last case has its result; its process is ending
     started_at: float = 0.0
-    done: bool = False
+    err_from: int = 0
     malformed: str | None = None
     outcomes: list[CaseOutcome] = field(default_factory=list)
 
     def next_case(self) -> str | None:
         i = len(self.outcomes)
         return self.cases[i] if i < len(self.cases) else None
+
+    @property
+    def done(self) -> bool:
+        return len(self.outcomes) == len(self.cases)
 
     def take(self, line: bytes) -> None:
         """Advance on one line of the report; anything out of order makes it malformed."""
@@ -347,26 +327,42 @@ class _Watch:
             else:
                 self.malformed = f"the report starts with {kind!r} instead of the import"
             return
-        if kind == "start" and self.current is None and event.get("case") == self.next_case():
-            self.current = event["case"]
-            self.started_at = time.monotonic()
+        if kind == "start" and self.current is not None and event.get("case") == self.current:
+            pass
         elif kind == "result" and self.current is not None and event.get("case") == self.current:
-            seconds = event.get("seconds")  # the child's own timing: shown, never trusted
-            if type(seconds) is not float or not 0 <= seconds < 1e6:
-                seconds = time.monotonic() - self.started_at
-            if event.get("ok") is True and isinstance(event.get("observation"), dict):
-                self.outcomes.append(CaseOutcome(self.current, event["observation"], None, printed, seconds))
-            elif event.get("ok") is False:
-                error = _text(event.get("error")) or "it failed"
-                self.outcomes.append(CaseOutcome(self.current, None, error, printed, seconds))
-            else:
-                self.malformed = f"the result of case {self.current} has no observation"
-                return
+            self._result(event, printed)
+        elif kind == "ended" and self.current is None and self.finishing:
+            self.finishing = False  # the case's process ended after its result
+        elif kind == "ended" and self.current is not None and _how_ended(event) is not None:
+            seconds = time.monotonic() - self.started_at
+            self.outcomes.append(CaseOutcome(self.current, None, self.explain(_how_ended(event)),
+                                             "", seconds))
             self.current = None
-        elif kind == "done" and self.current is None and self.next_case() is None:
-            self.done = True
         else:
             self.malformed = f"unexpected {kind!r} event in the report"
+
+    def _result(self, event: dict, printed: str) -> None:
+        seconds = event.get("seconds")  # the child's own timing: shown, never trusted
+        if type(seconds) is not float or not 0 <= seconds < 1e6:
+            seconds = time.monotonic() - self.started_at
+        if event.get("ok") is True and isinstance(event.get("observation"), dict):
+            self.outcomes.append(CaseOutcome(self.current, event["observation"], None, printed,
+                                             seconds))
+        elif event.get("ok") is False:
+            error = _text(event.get("error")) or "it failed"
+            self.outcomes.append(CaseOutcome(self.current, None, error, printed, seconds))
+        else:
+            self.malformed = f"the result of case {self.current} has no observation"
+            return
+        self.current = None
+        self.finishing = True
+
+
+def _how_ended(event: dict) -> dict | None:
+    for key in ("exit", "signal"):
+        if type(event.get(key)) is int and 0 <= event[key] < 256:
+            return {key: event[key]}
+    return None
 
 
 def _text(value: object, limit: int = 4000) -> str:
@@ -375,7 +371,8 @@ def _text(value: object, limit: int = 4000) -> str:
 
 @dataclass
 class ChildJob:
-    """What one child is asked to do: import ``module_file`` and run ``cases`` through it."""
+    """What one child is asked to do: import ``module_file`` (its path in the submission) and
+    run ``cases`` through it, each with the ``arrays`` it names."""
 
     part: str
     module_file: str
@@ -385,17 +382,27 @@ class ChildJob:
     arrays: dict[str, np.ndarray]
 
 
-def run_cases(sandbox: Sandbox, job: ChildJob, limits: Limits, log=print) -> list[CaseOutcome]:
+@dataclass
+class PartRun:
+    """The outcome of every case of a job; ``import_error`` when the submission never imported."""
+
+    outcomes: list[CaseOutcome]
+    import_error: str | None = None
+
+
+def run_cases(sandbox: Sandbox, job: ChildJob, limits: Limits, log=print,
+              show_import_output: bool = True) -> PartRun:
     """Run every case of ``job``, one child after another until each case has an outcome.
 
-    A child that fails to import the submission fails all the cases left; one that dies or
-    hangs in a case fails that case, and a fresh child takes the cases after it.
+    A child that fails to import the submission fails all the cases left; one that hangs in a
+    case, or dies in it, fails that case, and a fresh child takes the cases after it.
     """
     outcomes: list[CaseOutcome] = []
     pending = list(job.cases)
     while pending:
-        watch, reason = _run_child(sandbox, job, pending, limits)
-        if not outcomes and watch.outcomes and watch.import_printed.strip():
+        watch, reason = _run_child(sandbox, job, pending, limits, log)
+        if show_import_output and not outcomes and watch.outcomes and \
+                watch.import_printed.strip():
             first = watch.outcomes[0]  # what importing printed is shown once, with the first case
             first.printed = f"(while {job.module_file} was imported)\n{watch.import_printed}" + \
                 (f"\n(during this case)\n{first.printed}" if first.printed.strip() else "")
@@ -409,27 +416,23 @@ def run_cases(sandbox: Sandbox, job: ChildJob, limits: Limits, log=print) -> lis
             why = watch.import_error or reason or "it ended before reporting"
             message = why if watch.malformed else f"importing {job.module_file} failed: {why}"
             log(f"  {job.part}: {message}")
-            outcomes.extend(CaseOutcome(c["id"], error=message, printed=watch.import_printed)
-                            for c in pending)
-            break
+            printed = watch.import_printed if show_import_output else ""
+            outcomes.extend(CaseOutcome(c["id"], error=message, printed=printed) for c in pending)
+            return PartRun(outcomes, None if watch.malformed else message)
         failed = pending.pop(0)
         why = reason or "the process ended before finishing this case"
         seconds = time.monotonic() - watch.started_at if watch.current else 0.0
         log(f"  {job.part}: case {failed['id']} failed in the child: {why}")
         outcomes.append(CaseOutcome(failed["id"], error=why, seconds=seconds))
-    return outcomes
+    return PartRun(outcomes)
 
 
-def _run_child(sandbox: Sandbox, job: ChildJob, cases: list[dict],
-               limits: Limits) -> tuple[_Watch, str | None]:
+def _run_child(sandbox: Sandbox, job: ChildJob, cases: list[dict], limits: Limits,
+               log) -> tuple[_Watch, str | None]:
     """Start one child on ``cases`` and follow it to its end; return the reading and, when it
     did not finish, the reason."""
     n = sandbox.next_id()
-    private = sandbox.private
-    job_path, arrays_path = private / f"job-{n}.json", private / f"inputs-{n}.npz"
-    report_path = private / f"report-{n}.jsonl"
-    needed = {name for c in cases for name in _array_names(c)}
-    np.savez(arrays_path, **{k: v for k, v in job.arrays.items() if k in needed})
+    job_path = sandbox.private / f"job-{n}.json"
     job_path.write_text(json.dumps({
         "part": job.part,
         "harness": sandbox.harness_module,
@@ -437,30 +440,77 @@ def _run_child(sandbox: Sandbox, job: ChildJob, cases: list[dict],
         "submission_dir": str(sandbox.submission),
         "module_name": "submission_" + Path(job.module_file).stem,
         "plugin": [job.plugin_kind, job.plugin_name],
-        "cases": cases,
-        "arrays": str(arrays_path),
     }))
     user = sandbox.child_user()
+    shared = user is not None and not user.dedicated
+    if shared:
+        sandbox.one_at_a_time.acquire()
     try:
-        return _run_child_as(sandbox, job, cases, limits, n, user, job_path, report_path)
+        before = hunt.Snapshot.take(user.uid, user.gid, sandbox.root) if user else None
+        watch, reason, clean = _run_child_as(sandbox, job, cases, limits, n, user, before,
+                                             job_path)
     finally:
-        if user is not None and user.dedicated:
+        if shared:
+            sandbox.one_at_a_time.release()
+    if user is not None and user.dedicated:
+        if clean:
             release_uid(user.uid)
+        else:  # something of it survived every kill: never hand this id out again
+            log(f"  {job.part}: tasks of uid {user.uid} survived; the id stays reserved")
+    return watch, reason
+
+
+class _CaseSender:
+    """Writes cases into the child's case pipe without ever blocking the grader."""
+
+    def __init__(self, fd: int, job: ChildJob) -> None:
+        self.fd = fd
+        self.job = job
+        self.pending = b""
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+    def send(self, case: dict) -> None:
+        """One frame (8 bytes of length, then the bytes) of the case as JSON, then one frame
+        per array it names, in ``.npy`` format."""
+        frames = [json.dumps(case).encode()]
+        for name in case.get("arrays", []):
+            buffer = io.BytesIO()
+            np.save(buffer, self.job.arrays[name], allow_pickle=False)
+            frames.append(buffer.getvalue())
+        self.pending += b"".join(struct.pack(">Q", len(f)) + f for f in frames)
+        self.pump()
+
+    def pump(self) -> None:
+        while self.pending:
+            try:
+                written = os.write(self.fd, self.pending[: 1 << 16])
+            except BlockingIOError:
+                return
+            except OSError:  # nobody reads any more: the case will time out or the child end
+                self.pending = b""
+                return
+            self.pending = self.pending[written:]
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def _run_child_as(sandbox: Sandbox, job: ChildJob, cases: list[dict], limits: Limits, n: int,
-                  user: SandboxUser | None, job_path: Path,
-                  report_path: Path) -> tuple[_Watch, str | None]:
+                  user: SandboxUser | None, before: hunt.Snapshot | None,
+                  job_path: Path) -> tuple[_Watch, str | None, bool]:
     private = sandbox.private
     work = sandbox.work_dir(n, user)
+    report_path, err_path = private / f"report-{n}.jsonl", private / f"err-{n}.txt"
     config = {
         "lib": str(sandbox.lib),
         "job": str(job_path),
         "report_fd": None,
+        "case_fd": None,
         "cpu_s": limits.cpu_s,
         "memory": limits.memory_mb * 2**20,
         "fsize": limits.output_bytes,
-        "nproc": 4 if user is not None and user.dedicated else None,
+        "nproc": CHILD_NPROC if user is not None else None,
+        "nproc_base": len(before.tasks) if before is not None else 0,
         "uid": user.uid if user else None,
         "gid": user.gid if user else None,
         "work": str(work),
@@ -469,40 +519,48 @@ def _run_child_as(sandbox: Sandbox, job: ChildJob, cases: list[dict], limits: Li
            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
     report_fd = os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    config["report_fd"] = report_fd
+    case_read, case_write = os.pipe()
+    config["report_fd"], config["case_fd"] = report_fd, case_read
     watch = _Watch([c["id"] for c in cases])
     reason: str | None = None
-    with open(private / f"out-{n}.txt", "wb") as out, open(private / f"err-{n}.txt", "wb") as err:
+    clean = True
+    with open(private / f"out-{n}.txt", "wb") as out, open(err_path, "wb") as err:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-B", str(sandbox.lib / "_child.py"), json.dumps(config)],
                 cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                pass_fds=(report_fd,), start_new_session=True)
+                pass_fds=(report_fd, case_read), start_new_session=True)
+        except BaseException:
+            os.close(case_write)
+            raise
         finally:
             os.close(report_fd)
-        sandbox.running[proc] = user
+            os.close(case_read)
+        sandbox.running[proc] = before
+        sender = _CaseSender(case_write, job)
         try:
-            reason = _follow(proc, report_path, watch, limits)
+            reason = _follow(proc, report_path, watch, limits, sender, err_path)
         finally:
-            _kill_all(proc, user)
+            sender.close()
+            clean = _kill_all(proc, before)
             sandbox.running.pop(proc, None)
-    if reason is None and not watch.done:
-        reason = _why_it_ended(proc.returncode, limits, private / f"err-{n}.txt")
+    if reason is None and not watch.done and not watch.import_error:
+        reason = _why_it_ended({"exit": proc.returncode} if proc.returncode >= 0 else
+                               {"signal": -proc.returncode}, limits, err_path, watch.err_from)
     if watch.malformed:
         reason = f"the report of this part was tampered with ({watch.malformed})"
-    return watch, reason
+    return watch, reason, clean
 
 
-def _array_names(case: dict) -> set[str]:
-    return set(case.get("arrays", []))
-
-
-def _follow(proc: subprocess.Popen, report: Path, watch: _Watch, limits: Limits) -> str | None:
-    """Read the report while the child runs; return why it was stopped, or None."""
+def _follow(proc: subprocess.Popen, report: Path, watch: _Watch, limits: Limits,
+            sender: _CaseSender, err_path: Path) -> str | None:
+    """Read the report while the child runs, sending each case once the last one is done;
+    return why the child was stopped, or None."""
     offset, partial = 0, b""
     deadline = time.monotonic() + limits.wall_s
-    started = None
     pause = 0.002
+    watch.err_from = 0
+    watch.explain = lambda how: _why_it_ended(how, limits, err_path, watch.err_from)
     while True:
         exited = _has_exited(proc.pid)
         with open(report, "rb") as f:
@@ -517,23 +575,33 @@ def _follow(proc: subprocess.Popen, report: Path, watch: _Watch, limits: Limits)
                 watch.take(line)
                 if watch.malformed:
                     return None
-            if watch.current != started:  # a new stage: its own deadline
-                started = watch.current
-                if started is not None:
-                    deadline = time.monotonic() + limits.wall_s
             if watch.done or watch.import_error:
                 return None
         if len(partial) > limits.output_bytes:
             watch.malformed = f"a line of the report is longer than {limits.output_mb:g} MB"
             return None
+        if watch.ready and watch.current is None and not watch.finishing and not exited:
+            watch.current = watch.next_case()
+            watch.started_at = time.monotonic()
+            watch.err_from = _size(err_path)
+            deadline = watch.started_at + limits.wall_s
+            sender.send(next(c for c in sender.job.cases if c["id"] == watch.current))
+            pause = 0.002
+        sender.pump()
         if exited:  # a last line cut short: the child died while writing it
             return None
         if time.monotonic() > deadline:
-            stage = f"case {watch.current}" if watch.current else (
-                "importing the submission" if not watch.ready else "between cases")
+            stage = f"case {watch.current}" if watch.current else "importing the submission"
             return f"{stage} took longer than {limits.wall_s:g} s (wall-clock limit)"
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _has_exited(pid: int) -> bool:
@@ -545,29 +613,27 @@ def _has_exited(pid: int) -> bool:
     return info is not None
 
 
-def _kill_all(proc: subprocess.Popen, user: SandboxUser | None) -> None:
-    """Kill the child, its process group and (under a dedicated user id) every process of it."""
+def _kill_all(proc: subprocess.Popen, before: hunt.Snapshot | None) -> bool:
+    """Kill the child and its process group and, under another user, every task of that user
+    it started; remove the files that user left in the shared folders. True when nothing of it
+    is left running."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    if user is not None and user.dedicated:
-        for _ in range(100):
-            left = _uids_running().get(user.uid, [])
-            if not left:
-                break
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
+    if before is None:
+        return True
+    clean = hunt.kill_new_tasks(before)
+    hunt.remove_new_files(before)
+    return clean
 
 
-def _why_it_ended(returncode: int, limits: Limits, stderr: Path) -> str:
-    if returncode < 0:
-        sig = -returncode
+def _why_it_ended(how: dict, limits: Limits, stderr: Path, offset: int = 0) -> str:
+    """Why a process ended, as ``{"exit": status}`` or ``{"signal": number}`` says, with the
+    start of what it wrote to stderr from ``offset`` on."""
+    sig = how.get("signal")
+    if sig is not None:
         if sig == signal.SIGXCPU:
             return f"it used more than {limits.cpu_s:g} s of CPU time (the limit)"
         if sig == signal.SIGXFSZ:
@@ -582,8 +648,9 @@ def _why_it_ended(returncode: int, limits: Limits, stderr: Path) -> str:
     head = ""
     try:
         with open(stderr, "rb") as f:
+            f.seek(offset)
             head = f.read(600).decode("utf-8", "replace").strip()
     except OSError:
         pass
-    what = f"the process ended early with exit status {returncode} (os._exit, or a crash)"
+    what = f"the process ended early with exit status {how.get('exit')} (os._exit, or a crash)"
     return f"{what}; it wrote to stderr: {head}" if head else what

@@ -13,7 +13,8 @@ the data and from nothing the child says about itself:
   value, each node holds between floor(n/N) - (m-1) and ceil(n/N) + (m-1) tuples (with distinct
   values, exactly the share or one more); when the boundaries come from a sample, each node
   holds its share n/N within a stated tolerance;
-* ``nodes_for_range(low, high)`` names exactly the nodes whose range meets [low, high].
+* ``nodes_for_range(low, high)`` names exactly the nodes whose range meets [low, high];
+* ``fit(None, N)`` after a fit for the same N keeps the boundaries learned then.
 """
 
 from __future__ import annotations
@@ -73,12 +74,28 @@ def check_partition(case: Case, observation: dict, column: str, steps: list[Step
         if not isinstance(answer, dict):
             raise Malformed(f"step {i + 1} of the answer is not an object")
         problems, notes = _check_step(case, step, answer, column)
+        if step.fit is None and i > 0 and steps[i - 1].num_nodes == step.num_nodes:
+            _check_kept(step, got[i - 1].get("boundaries"), answer.get("boundaries"),
+                        problems, notes)
         passed = passed and not problems
         label = _describe_step(step, case, column)
         label = f"step {i + 1}, {label}" if len(steps) > 1 else label
         blocks.append("\n".join([label + ("" if problems else ": right")]
                                 + [f"  {x}" for x in problems + notes]))
     return Verdict(passed, "\n".join(blocks))
+
+
+def _check_kept(step: Step, learned: object, now: object, problems: list[str],
+                notes: list[str]) -> None:
+    """``fit(None, N)`` right after a fit for N nodes must leave the boundaries as they were."""
+    call = f"fit(None, {step.num_nodes})"
+    if now == learned:
+        notes.append(f"{call} kept the boundaries learned before")
+        return
+    shown = [shown_list([_show(b) for b in x]) if isinstance(x, list) else "none"
+             for x in (now, learned)]
+    problems.append(f"after {call} the boundaries are {shown[0]}, but {call} keeps the "
+                    f"boundaries learned before for {step.num_nodes} nodes: {shown[1]}")
 
 
 def _describe_step(step: Step, case: Case, column: str) -> str:
