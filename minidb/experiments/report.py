@@ -29,7 +29,9 @@ def format_report(reports: list[PaperReport]) -> str:
             lines.append(f"  {'row':44} {'column':18} {'metric':22} {'minidb':>9} {'paper':>9} "
                          f"{'ratio':>6}")
             for c in group:
-                mark = "" if c.get("within_2x") is None else ("" if c["within_2x"] else "  >2x")
+                within = c.get("within", c.get("within_2x"))
+                bar = f">{c['tolerance']:.0%} off" if c.get("tolerance") else ">2x"
+                mark = "" if within is None or within else f"  {bar}"
                 if c.get("calibration"):
                     mark = "  calibration (a constant was derived from this cell)"
                 lines.append(f"  {c['row']:44} {c['column']:18} {c['metric']:22} "
