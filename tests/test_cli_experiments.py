@@ -74,7 +74,7 @@ def test_reproduce_then_report(store):
     report = runner.invoke(main, ["report", "tandem"])
     assert report.exit_code == 0
     assert "Table 2" in report.output and "PASS" in report.output
-    assert "reproduced cells within a factor of 2" in report.output
+    assert "reproduced cells within 10% of the paper" in report.output  # Table 2: ratio cells
     data = json.loads(runner.invoke(main, ["report", "tandem", "--json"]).output)
     cells = [c for c in data[0]["cells"] if c["reproduced"] is not None]
     assert cells and all(c["reference"] == "Table 2" for c in cells)

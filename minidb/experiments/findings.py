@@ -260,13 +260,83 @@ def _tandem_speedup(rows):
     return share >= NEAR_LINEAR, f"lowest share of ideal: {share:.2f} ({query} at {column})"
 
 
+TANDEM_RATIO_TOLERANCE = 0.10
+"""Largest relative error of a modeled batch scaleup against the paper's value for its cell: the
+bar ``minidb report`` uses for every ratio cell of Table 2 (``reproduce.RATIO_TABLES``)."""
+
+
+def _published(paper: str, reference: str, metric: str) -> dict[tuple, float]:
+    """(row, column) -> the published value of every numbered cell of ``reference``."""
+    from minidb.results.reference import load_reference
+
+    table = load_reference(paper).to_pylist()
+    return {(c["row"], c["column"]): c["value"] for c in table
+            if c["reference"] == reference and c["metric"] == metric and c["value"] is not None}
+
+
 @finding("tandem.scaleup_near_one", "tandem", "Table 2, Figures 6-9",
-         "Growing the table with the partitions keeps the elapsed time nearly constant: batch "
-         "scaleup stays within 1.15 (the paper's worst is 1.10).", "tandem.scaleup")
+         "Growing the table with the partitions keeps the elapsed time nearly constant: every "
+         "batch scaleup lies within 10% of the paper's value for its cell (the paper's scaleups "
+         "run from 0.98 to 1.10, its worst).", "tandem.scaleup")
 def _tandem_scaleup(rows):
     s = _values(rows, "tandem.scaleup", "scaleup")
-    worst_value, query, column = max((v, q, c) for (q, c), v in s.items())
-    return worst_value <= 1.15, f"largest scaleup {worst_value:.3f} ({query} at {column})"
+    published = _published("tandem", "Table 2", "scaleup")
+    errors = [(v / published[key] - 1, key, v) for key, v in s.items() if key in published]
+    if not errors:
+        raise Missing("no scaleup row of tandem.scaleup matches a published Table 2 cell")
+    error, (query, column), value = max(errors, key=lambda e: abs(e[0]))
+    ok = abs(error) <= TANDEM_RATIO_TOLERANCE
+    return ok, (f"largest error {error:+.1%}: {query} at {column}, {value:.3f} against "
+                f"{published[(query, column)]:.2f} ({len(errors)} cells)")
+
+
+def _top_column(values: dict, prefix: str) -> str:
+    columns = _columns(values, prefix)
+    if not columns:
+        raise Missing(f"no {prefix}* column")
+    return columns[-1]
+
+
+@finding("tandem.insert_less_distorted_by_startup", "tandem", "Figure 7 and its discussion",
+         "Startup distorts the 1% select & insert less than the scan: the inserts are pipelined "
+         "behind the scan, so the job is longer and the serial startup a smaller share of it. "
+         "On the VLX's largest configuration its speedup is higher and its batch scaleup lower "
+         "than the scan's (7.31 vs 7.21, 1.04 vs 1.05 in Table 2; the CLX's differences go the "
+         "other way by as little and are not checked).", "tandem.speedup")
+def _insert_less_distorted(rows):
+    checks = []  # (holds, text)
+    for experiment, metric, prefix in (("tandem.speedup", "speedup", "vlx_f"),
+                                       ("tandem.scaleup", "scaleup", "vlx_g")):
+        try:
+            v = _values(rows, experiment, metric, machine="vlx")
+            top = _top_column(v, prefix)
+            insert, scan = _get(v, "select_1pct_insert", top), _get(v, "table_scan", top)
+        except Missing:
+            continue
+        holds = insert > scan if metric == "speedup" else insert < scan
+        checks.append((holds, f"{metric} at {top}: insert {insert:.4f}, scan {scan:.4f}"))
+    if not checks:
+        raise Missing("no VLX speedup or scaleup rows of the insert and the scan")
+    return all(h for h, _ in checks), "; ".join(t for _, t in checks)
+
+
+@finding("tandem.update_least_linear", "tandem", "Figure 9 and its discussion",
+         "The 1% update is the least linear query, 12.5% short of linear at 16 VLX processors: "
+         "the transaction log is written by one processor (cpu 1), whose log work slows its "
+         "share of the update.", "tandem.speedup")
+def _update_least_linear(rows):
+    from minidb.experiments import tandem
+
+    v = _values(rows, "tandem.speedup", "speedup", machine="vlx")
+    top = _top_column(v, "vlx_f")
+    speedups = {q: _get(v, q, top) for q in tandem.QUERIES}
+    others = min((s, q) for q, s in speedups.items() if q != "update_1pct")
+    seen = (f"update {speedups['update_1pct']:.2f} at {top}, lowest other {others[1]} "
+            f"{others[0]:.2f}")
+    if not tandem.MODELS_AUDIT_LOG:
+        raise Missing("minidb writes no transaction log, so the cause the paper gives (log work "
+                      f"on cpu 1) is not in the model; for information: {seen}")
+    return speedups["update_1pct"] < others[0], seen
 
 
 def findings(paper: str | None = None) -> list[Finding]:
