@@ -20,6 +20,11 @@ Tables are range-partitioned on the primary key unique2 over 4 KB pages. Executo
 one after the other (``startup="serial"`` in the cost model), as the paper reports for Release 2
 ("a second or two per process"). The join row of Table 2 belongs to the join experiments.
 
+The profiles' scan rates: the VLX's is calibrated on one cell, the VLX table scan's speedup of
+7.21 at 16 partitions (``minidb.cost.profiles.tandem_vlx_scan_rate``; ``minidb report`` shows that
+cell as calibration), and the CLX's is half of it (the paper: a job runs about twice as fast on
+a VLX). Every other cell of Table 2 is a prediction.
+
 Below full size (``scale < 1``) the fixed costs are scaled with the data (``similar=True``, see
 ``minidb.experiments.machines.scaled_fixed_costs``): Table 2 holds only ratios, and a 1% copy of
 the benchmark with full-size startup costs would measure startup, not the benchmark. The paper
