@@ -8,9 +8,12 @@
 
     minidb list [PAPER]                                        the registered experiments
     minidb run EXPERIMENT [--nodes ...] [--scale ...] [--json] run one experiment, store its rows
-    minidb reproduce PAPER [--quick]                           run all of a paper's experiments
-    minidb report [PAPER] [--json]                             reproduced vs published, cell by
+    minidb reproduce PAPER|--all [--quick]                     run all of a paper's experiments
+                                                               (--all: of every paper that has some)
+    minidb report [PAPER] [--json] [--strict]                  reproduced vs published, cell by
                                                                cell, and the findings pass / fail
+                                                               (no PAPER: every paper, and a total;
+                                                               --strict: exit 1 if a finding fails)
     minidb app [--port P]                                      the Streamlit explorer
 
 Results go to the results store (``--store FILE`` or $MINIDB_RESULTS, else the user's cache
@@ -251,16 +254,25 @@ def _print_rows(rows: list[dict], run_id: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("paper")
+@click.argument("paper", required=False)
+@click.option("--all", "every", is_flag=True, help="Every paper that has experiments.")
 @click.option("--quick", is_flag=True, help="Reduced sizes: minutes on a laptop.")
 @click.option("--backend", type=click.Choice(["inline", "ray"]), default=None,
               help="Run nodes in this process (inline) or as Ray actors (ray).")
 @_store_option
 @_user_errors
-def reproduce(paper: str, quick: bool, backend: str | None, store_path: Path | None) -> None:
-    """Run every experiment of PAPER (gamma, tandem, ...) and store the results."""
+def reproduce(paper: str | None, every: bool, quick: bool, backend: str | None,
+              store_path: Path | None) -> None:
+    """Run every experiment of PAPER (gamma, tandem, ...), or of every paper with --all, and
+    store the results with the paper's configuration (what `minidb report` compares)."""
+    from minidb.experiments import ExperimentError
+    from minidb.experiments.reproduce import papers_with_experiments
     from minidb.experiments.reproduce import reproduce as run_all
 
+    if every == (paper is not None):
+        raise ExperimentError("name one paper or give --all, e.g. `minidb reproduce gamma` or "
+                              "`minidb reproduce --all --quick`")
+    papers = papers_with_experiments() if every else [paper]
     store = _open_store(store_path)
     bars: list[_Bar] = []
 
@@ -270,17 +282,18 @@ def reproduce(paper: str, quick: bool, backend: str | None, store_path: Path | N
         bars.append(_Bar(exp.name))
         return bars[-1]
 
-    start = time.perf_counter()
-    try:
-        done = run_all(paper, store, quick, progress_for,
-                       {"backend": backend} if backend else None)
-    finally:
-        for b in bars:
-            b.close()
-    for name, run_id, count in done:
-        click.echo(f"{name:26} run {run_id}  {count:5} rows")
-    click.echo(f"{paper}: {len(done)} experiments in {time.perf_counter() - start:.1f} s; "
-               f"stored in {store.path}; see `minidb report {paper}`")
+    for name in papers:
+        start = time.perf_counter()
+        try:
+            done = run_all(name, store, quick, progress_for,
+                           {"backend": backend} if backend else None)
+        finally:
+            for b in bars:
+                b.close()
+        for exp_name, run_id, count in done:
+            click.echo(f"{exp_name:26} run {run_id}  {count:5} rows")
+        click.echo(f"{name}: {len(done)} experiments in {time.perf_counter() - start:.1f} s; "
+                   f"stored in {store.path}; see `minidb report {name}`")
 
 
 @main.command()
@@ -290,20 +303,24 @@ def reproduce(paper: str, quick: bool, backend: str | None, store_path: Path | N
 @_store_option
 @_user_errors
 def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | None) -> None:
-    """Reproduced vs published numbers, cell by cell, and the papers' findings."""
+    """Reproduced vs published numbers, cell by cell, and the papers' findings, on the runs made
+    with each paper's configuration (`minidb reproduce`); without PAPER, every paper that has
+    experiments and a total line."""
     import json
 
     from minidb.experiments.report import format_report
-    from minidb.experiments.reproduce import build_report
+    from minidb.experiments.reproduce import build_report, papers_with_experiments, total_line
 
-    reports = build_report(_open_store(store_path), paper)
-    if not reports:
-        click.echo("no stored runs yet; run `minidb reproduce gamma --quick` first")
-        return
+    store = _open_store(store_path)
+    papers = [paper] if paper else papers_with_experiments()
+    reports = [r for p in papers for r in build_report(store, p)]
     if as_json:
-        click.echo(json.dumps([{"paper": r.paper, "summary": r.summary(), "cells": r.cells,
-                                "findings": [f.__dict__ for f in r.findings]}
-                               for r in reports], default=str, indent=1))
+        out = [{"paper": r.paper, "summary": r.summary(), "runs": [x["run_id"] for x in r.runs],
+                "cells": r.cells, "findings": [f.__dict__ for f in r.findings]}
+               for r in reports]
+        if len(reports) > 1:
+            out.append({"total": total_line(reports)})
+        click.echo(json.dumps(out, default=str, indent=1))
     else:
         click.echo(format_report(reports))
     if strict and any(f.status == "fail" for r in reports for f in r.findings):

@@ -81,3 +81,85 @@ def test_reproduce_then_report(store):
     failing = [f for f in data[0]["findings"] if f["status"] == "fail"]
     strict = runner.invoke(main, ["report", "tandem", "--strict"]).exit_code
     assert strict == (1 if failing else 0)
+
+
+def _summary(output: str, paper: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"{paper}: ")
+                and "reproduced cells" in line)
+
+
+def test_report_compares_only_runs_with_the_papers_configuration(store):
+    """An exploratory run (other parameters) after `reproduce` leaves the report as it was; it
+    stays in the store, where the explorer's view of the latest runs sees it."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["reproduce", "tandem", "--quick"]).exit_code == 0
+    before = runner.invoke(main, ["report", "tandem"]).output
+    explore = runner.invoke(main, ["run", "tandem.speedup", "--scale", "0.005",
+                                   "--set", "machines=vlx", "--nodes", "2,4"])
+    assert explore.exit_code == 0, explore.output
+    after = runner.invoke(main, ["report", "tandem"]).output
+    assert _summary(after, "tandem") == _summary(before, "tandem")
+    assert "1 other stored run(s) of this paper" in after
+    from minidb.experiments.reproduce import build_report
+
+    latest = build_report(ResultsStore(store), "tandem", runs="latest")[0]
+    assert any(r["parameters"].get("scale") == 0.005 for r in latest.runs)
+    # a later run with the paper's configuration is what the report then compares
+    again = runner.invoke(main, ["run", "tandem.speedup", "--quick"])
+    assert again.exit_code == 0
+    runs = json.loads(runner.invoke(main, ["report", "tandem", "--json"]).output)[0]["runs"]
+    newest = ResultsStore(store).runs(experiment="tandem.speedup")[-1]["run_id"]
+    assert newest in runs
+
+
+def test_reproduce_all_runs_every_paper_with_experiments(store, monkeypatch):
+    import minidb.experiments.reproduce as reproduce_module
+
+    calls = []
+    monkeypatch.setattr(reproduce_module, "reproduce",
+                        lambda paper, store, quick, progress_for, overrides: calls.append(
+                            (paper, quick)) or [])
+    out = CliRunner().invoke(main, ["reproduce", "--all", "--quick"])
+    assert out.exit_code == 0, out.output
+    assert calls == [("gamma", True), ("tandem", True)]
+
+
+@pytest.mark.parametrize("args", [["reproduce"], ["reproduce", "gamma", "--all"]])
+def test_reproduce_needs_one_paper_or_all(store, args):
+    out = subprocess.run([sys.executable, "-m", "minidb.cli", *args], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and "name one paper or give --all" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def _store_speedups(path, speedup_at_16: float) -> None:
+    """One tandem.speedup run with the paper's (quick) configuration and chosen rows."""
+    from minidb.experiments import get_experiment
+
+    params = get_experiment("tandem.speedup").parameters(quick=True)
+    rows = [{"reference": "Table 2", "row": "table_scan", "column": f"vlx_f{n}",
+             "metric": "speedup", "value": value, "unit": "ratio", "clock": "modeled",
+             "parameters": {"partitions": n, "baseline_partitions": 2}}
+            for n, value in ((2, 1.0), (16, speedup_at_16))]
+    with ResultsStore(path).record_run("tandem.speedup", "tandem", params) as run:
+        run.extend(rows)
+
+
+def test_report_without_a_paper_prints_every_paper_and_a_total(store):
+    _store_speedups(store, 7.2)
+    out = CliRunner().invoke(main, ["report"])
+    assert out.exit_code == 0, out.output
+    assert "== gamma:" in out.output and "== tandem:" in out.output
+    assert "No run with the paper's configuration is stored: run `minidb reproduce gamma" \
+        in out.output
+    total = out.output.strip().splitlines()[-1]
+    assert total.startswith("total over 2 papers: ") and "findings:" in total
+
+
+def test_strict_exits_1_only_when_a_finding_fails(store, tmp_path):
+    _store_speedups(store, 7.2)  # 0.90 of the ideal 8: near-linear
+    runner = CliRunner()
+    assert runner.invoke(main, ["report", "tandem", "--strict"]).exit_code == 0
+    _store_speedups(store, 3.4)  # 0.43 of ideal: the finding fails
+    assert runner.invoke(main, ["report", "tandem"]).exit_code == 0
+    assert runner.invoke(main, ["report", "tandem", "--strict"]).exit_code == 1

@@ -12,7 +12,7 @@ ui.page("Findings",
         "compares rows with each other (never with the published values), at any scale.")
 store = ui.open_store(ui.store_path())
 
-reports = build_report(store)
+reports = build_report(store, runs="latest")  # the explorer shows exploratory runs too
 if not reports:
     st.info("No paper has stored runs yet: reproduce one on Home or run an experiment.")
     st.stop()

@@ -2,11 +2,16 @@
 
 A finding is what a paper concludes from its numbers ("nonindexed selections speed up almost
 linearly"), not a number. Each one here names the section it comes from, states the claim in
-the project's words, and tests it on the rows an experiment produced, whatever the scale: it
-compares rows with each other (a speedup with the number of nodes, one query with another), never
-with the published values, so passing says the mechanism is there rather than that a constant
-was chosen to land on a number. The cell-by-cell comparison with the published values is the
-other half of ``minidb report``.
+the project's words, and tests it on the rows an experiment produced: it compares rows with each
+other (a speedup with the number of nodes, one query with another, a time at two sizes), so
+passing says the mechanism is there rather than that a constant was chosen to land on a number.
+The cell-by-cell comparison with the published values is the other half of ``minidb report``.
+
+A finding must be able to fail. Where the paper's claim is a magnitude ("grows in proportion",
+"about the same", "19% then 50%"), the bar comes from the paper's own numbers and the claim
+states it: the spread of the paper's ratios widened by ``SPREAD_MARGIN``, or the report's factor
+of 2 around a number the text gives. ``tests/test_experiments.py`` shows each such finding pass on
+the paper's numbers and fail on a deliberately broken model.
 
 ``check_findings(rows)`` returns one ``FindingResult`` per finding: passed, failed, or not
 checked (the rows it needs are missing, e.g. the experiment was not run).
@@ -54,6 +59,42 @@ no threshold; the lowest of the curves they call near-linear reaches 0.87 of ide
 Table 2), so 0.85 is the bar, set from the papers and not from minidb's results."""
 
 
+SPREAD_MARGIN = 0.10
+"""A bar set from the spread of a paper's own numbers (its lowest to its highest ratio) is widened
+by this share on each side: the printed numbers are rounded to 0.01 s, and a modeled run is one
+run where the paper's numbers are one measurement each. Chosen with the bars, before any run."""
+
+FACTOR_2 = 2.0
+"""The factor within which ``minidb report`` counts a published number as reproduced; a finding
+that compares a magnitude with one number of the paper uses the same bar."""
+
+
+def spread_bar(paper_ratios: Iterable[float]) -> tuple[float, float]:
+    """The paper's lowest and highest ratio, widened by ``SPREAD_MARGIN``."""
+    ratios = list(paper_ratios)
+    return min(ratios) * (1 - SPREAD_MARGIN), max(ratios) * (1 + SPREAD_MARGIN)
+
+
+# Gamma's ratios per tenfold size from 10,000 tuples up, from its own tables (the tests check them
+# against datasets/reference): Table 1's nonindexed 1% (13.83 / 1.63, 134.86 / 13.83) and 10%
+# (17.44 / 2.11, 181.72 / 17.44) selections; Table 7's MIN (15.53 / 1.89, 151.10 / 15.53) and
+# SUM over 100 partitions (19.54 / 2.89, 185.05 / 19.54).
+PAPER_SELECTION_GROWTH = (13.83 / 1.63, 134.86 / 13.83, 17.44 / 2.11, 181.72 / 17.44)
+PAPER_AGGREGATE_GROWTH = (15.53 / 1.89, 151.10 / 15.53, 19.54 / 2.89, 185.05 / 19.54)
+SELECTION_GROWTH_BAR = spread_bar(PAPER_SELECTION_GROWTH)   # 8.27-10.42 -> 7.44-11.46
+AGGREGATE_GROWTH_BAR = spread_bar(PAPER_AGGREGATE_GROWTH)   # 6.76-9.73 -> 6.09-10.70
+
+# Table 8, Gamma: the largest over the smallest of each update's three times (10,000 / 100,000 /
+# 1,000,000 tuples); the widest is the delete, 0.61 / 0.44 = 1.39.
+PAPER_UPDATE_SPREAD = (0.20 / 0.18, 0.66 / 0.60, 0.61 / 0.44, 1.13 / 0.86, 0.36 / 0.36,
+                       0.52 / 0.46)
+UPDATE_SPREAD_BAR = spread_bar(PAPER_UPDATE_SPREAD)[1]      # 1.39 -> 1.53
+
+# §5.2.2: the 10% nonindexed selection is 19% slower than the 0% one with 2 KB pages, 50% with
+# 32 KB pages.
+PAPER_NETWORK_GAP = {"page_2kb": 0.19, "page_32kb": 0.50}
+
+
 class Missing(Exception):
     """The rows a finding needs are not there."""
 
@@ -91,6 +132,10 @@ def _columns(values: dict, prefix: str) -> list[str]:
     return sorted(cols, key=lambda c: int("".join(ch for ch in c if ch.isdigit()) or 0))
 
 
+def _path_name(used_index: float) -> str:
+    return "index" if used_index else "file scan"
+
+
 def _nodes(column: str) -> int:
     return int(column.split("_")[-1])
 
@@ -111,37 +156,64 @@ def _growth_per_tenfold(values: dict, queries: Iterable[str]) -> list[float]:
 
 # -- Gamma, Section 5 -----------------------------------------------------------------------------
 @finding("gamma.selection_time_linear_in_size", "gamma", "§5.1, Table 1",
-         "The time of a nonindexed selection grows in proportion to the relation: ten times the "
-         "tuples takes 5 to 12 times as long (from 10,000 tuples up).", "gamma.selection")
+         "The time of a nonindexed selection grows in proportion to the relation. Per tenfold size "
+         "(from 10,000 tuples up) Gamma's 1% and 10% selections took 8.27 to 10.42 times as "
+         "long (Table 1); the bar is that spread widened by 10%: 7.44 to 11.46.",
+         "gamma.selection")
 def _linear(rows):
     t = _values(rows, "gamma.selection", "response_time", system="gamma")
     ratios = _growth_per_tenfold(t, ("select_1pct_nonindexed", "select_10pct_nonindexed"))
-    ok = all(5 <= r <= 12 for r in ratios)
-    return ok, "time ratios per tenfold size: " + ", ".join(f"{r:.2f}" for r in ratios)
+    low, high = SELECTION_GROWTH_BAR
+    ok = all(low <= r <= high for r in ratios)
+    return ok, (f"time ratios per tenfold size (bar {low:.2f}-{high:.2f}): "
+                + ", ".join(f"{r:.2f}" for r in ratios))
 
 
-@finding("gamma.optimizer_scans_for_10pct", "gamma", "§5.1",
-         "Through the non-clustered index on unique2 the optimizer uses the index for a 1% "
-         "selection and scans the file for a 10% one.", "gamma.selection")
+@finding("gamma.optimizer_scans_for_10pct", "gamma", "§5.1, §5.2.1, §5.2.2, Figure 8",
+         "The optimizer picks the access path the paper reports for the selections through the "
+         "non-clustered index on unique2: the index for 1% and a file scan for 10% at every "
+         "relation size on both machines (Table 1, 4 KB pages), and the index for 1% at every "
+         "page size from 2 to 32 KB (Figure 8 plots it at each; at 32 KB a fragment's 125 "
+         "matches outnumber its data pages, so a rule comparing the two would scan).",
+         "gamma.selection")
 def _optimizer(rows):
-    used = _values(rows, "gamma.selection", "used_index", system="gamma")
-    cols = _columns(used, "gamma_")
-    one = [_get(used, "select_1pct_nonclustered_index", c) for c in cols]
-    ten = [_get(used, "select_10pct_nonclustered_index", c) for c in cols]
-    ok = all(v == 1.0 for v in one) and all(v == 0.0 for v in ten)
-    return ok, f"index used for 1%: {one}; for 10%: {ten} (sizes {cols})"
+    expected = {"select_1pct_nonclustered_index": 1.0, "select_10pct_nonclustered_index": 0.0}
+    by_size = _values(rows, "gamma.selection", "used_index")
+    by_page = _values(rows, "gamma.access_paths", "used_index")
+    checked, wrong = [], []
+    for (query, column), used in sorted(by_size.items()):
+        if query in expected:
+            checked.append(column)
+            if used != expected[query]:
+                wrong.append(f"{query} at {column} ({_path_name(used)} chosen)")
+    page_columns = _columns(by_page, "page_")
+    if len(page_columns) < 2:
+        raise Missing("the optimizer's choice at fewer than two page sizes (gamma.access_paths)")
+    for column in page_columns:
+        query = "select_1pct_nonclustered_index"  # the paper reports no 10% path per page size
+        used = _get(by_page, query, column)
+        checked.append(column)
+        if used != 1.0:
+            wrong.append(f"{query} at {column} ({_path_name(used)} chosen)")
+    detail = (f"{len(checked) - len(wrong)} of {len(checked)} choices as the paper reports "
+              f"(sizes and systems of Table 1; pages {', '.join(page_columns)})")
+    if wrong:
+        detail += "; differs: " + ", ".join(wrong)
+    return not wrong, detail
 
 
 @finding("gamma.nonindexed_speedup_near_linear", "gamma", "§5.2.1, Figure 3",
-         "0% and 1% selections without an index speed up almost linearly: at least 0.85 of "
-         "the ideal speedup on the largest configuration.", "gamma.selection_speedup")
+         "The 0%, 1% and 10% selections without an index all speed up almost linearly (the "
+         "paper says so of all three, the 10% one a little less): each reaches at least 0.85 "
+         "of the ideal speedup on the largest configuration.", "gamma.selection_speedup")
 def _near_linear(rows):
     s = _values(rows, "gamma.selection_speedup", "speedup")
     top = _columns(s, "nodes_")[-1]
     n = _nodes(top)
     if n < 4:
         raise Missing("needs a configuration of 4 nodes or more")
-    got = {q: _get(s, q, top) for q in ("select_0pct_nonindexed", "select_1pct_nonindexed")}
+    got = {q: _get(s, q, top) for q in ("select_0pct_nonindexed", "select_1pct_nonindexed",
+                                        "select_10pct_nonindexed")}
     ok = all(v >= NEAR_LINEAR * n for v in got.values())
     return ok, ", ".join(f"{q}: {v:.2f} of {n}" for q, v in got.items())
 
@@ -197,51 +269,72 @@ def _levels_off(rows):
 
 
 @finding("gamma.page_size_hurts_nonclustered", "gamma", "§5.2.2, Figure 8",
-         "Larger pages make the 1% selection through the non-clustered index slower: each tuple "
-         "costs a random page read, and a bigger page takes longer to transfer.",
-         "gamma.page_size")
+         "Every increase of the page size makes the 1% selection through the non-clustered "
+         "index slower: each tuple costs a random page read, and a bigger page takes longer to "
+         "transfer (the paper: any increase degrades it).", "gamma.page_size")
 def _hurts(rows):
     t = _values(rows, "gamma.page_size", "response_time")
     q = "select_1pct_nonclustered_index"
     cols = _columns(t, "page_")
+    if len(cols) < 2:
+        raise Missing("fewer than two page sizes")
     times = [_get(t, q, c) for c in cols]
-    return times[-1] > times[0], " -> ".join(f"{v:.2f} s" for v in times) + f" over {cols}"
+    flat = [f"{a} -> {b}" for (a, ta), (b, tb) in itertools.pairwise(zip(cols, times, strict=True))
+            if not tb > ta]
+    detail = " -> ".join(f"{v:.2f} s" for v in times) + f" over {cols}"
+    if flat:
+        detail += "; not slower from " + ", ".join(flat)
+    return not flat, detail
 
 
 @finding("gamma.network_share_grows_with_page_size", "gamma", "§5.2.2, Figure 6",
-         "The 10% selection loses more to the 0% one as pages grow (19% slower at 2 KB, 50% at "
-         "32 KB in the paper): results come faster than the network interface takes them.",
+         "The 10% selection loses more to the 0% one as pages grow, because results come faster "
+         "than the network interface takes them: the paper's 10% selection is 19% slower than "
+         "the 0% one with 2 KB pages and 50% slower with 32 KB pages. Bar: each gap within a "
+         "factor of 2 of the paper's (9.5-38% at 2 KB, 25-100% at 32 KB), the 32 KB one larger.",
          "gamma.page_size")
 def _share(rows):
     t = _values(rows, "gamma.page_size", "response_time")
-    cols = _columns(t, "page_")
-    small, large = cols[0], cols[-1]
-    gap = [_get(t, "select_10pct_nonindexed", c) / _get(t, "select_0pct_nonindexed", c) - 1
-           for c in (small, large)]
-    return gap[1] > gap[0], f"10% slower than 0% by {gap[0]:.0%} at {small}, {gap[1]:.0%} at {large}"
+    gap = {c: _get(t, "select_10pct_nonindexed", c) / _get(t, "select_0pct_nonindexed", c) - 1
+           for c in PAPER_NETWORK_GAP}
+    near = all(paper / FACTOR_2 <= gap[c] <= paper * FACTOR_2
+               for c, paper in PAPER_NETWORK_GAP.items())
+    ok = near and gap["page_32kb"] > gap["page_2kb"]
+    return ok, ", ".join(f"10% slower than 0% by {gap[c]:.0%} at {c} (paper {paper:.0%})"
+                         for c, paper in PAPER_NETWORK_GAP.items())
 
 
 @finding("gamma.aggregates_linear_in_size", "gamma", "§7, Table 7",
-         "Aggregates scan the whole relation, so their time grows in proportion to it (5 to 12 "
-         "times per tenfold size, from 10,000 tuples up).", "gamma.aggregates")
+         "Aggregates scan the whole relation, so their time grows in proportion to it. Per tenfold "
+         "size (from 10,000 tuples up) Gamma's MIN and SUM over 100 partitions took 6.76 to "
+         "9.73 times as long (Table 7); the bar is that spread widened by 10%: 6.09 to 10.70.",
+         "gamma.aggregates")
 def _agg_linear(rows):
     t = _values(rows, "gamma.aggregates", "response_time", system="gamma")
     ratios = _growth_per_tenfold(t, ("min_scalar", "sum_100_partitions"))
-    ok = all(5 <= r <= 12 for r in ratios)
-    return ok, "time ratios per tenfold size: " + ", ".join(f"{r:.2f}" for r in ratios)
+    low, high = AGGREGATE_GROWTH_BAR
+    ok = all(low <= r <= high for r in ratios)
+    return ok, (f"time ratios per tenfold size (bar {low:.2f}-{high:.2f}): "
+                + ", ".join(f"{r:.2f}" for r in ratios))
 
 
 @finding("gamma.single_tuple_updates_independent_of_size", "gamma", "§8, Table 8",
-         "Appending, deleting or modifying one tuple through an index costs about the same on "
-         "10,000 and on 1,000,000 tuples (within a factor of 2).", "gamma.updates")
+         "Appending, deleting or modifying one tuple through an index costs about the same at "
+         "every relation size (from 10,000 tuples up, the paper's sizes): in Table 8 each "
+         "update's slowest of the three sizes is at most 1.39 times its fastest (the delete, "
+         "0.61 / 0.44 s); the bar is that spread widened by 10%: 1.52.", "gamma.updates")
 def _updates_flat(rows):
     t = _values(rows, "gamma.updates", "response_time", system="gamma")
-    cols = _columns(t, "gamma_")
+    cols = [c for c in _columns(t, "gamma_") if int(c.split("_")[1]) >= 10_000]
     if len(cols) < 2:
-        raise Missing("fewer than two relation sizes")
-    ratios = {q: _get(t, q, cols[-1]) / _get(t, q, cols[0]) for q, _ in t if _ == cols[0]}
-    ok = all(0.5 <= r <= 2.0 for r in ratios.values())
-    return ok, ", ".join(f"{q} x{r:.2f}" for q, r in sorted(ratios.items()))
+        raise Missing("fewer than two relation sizes of 10,000 tuples or more")
+    spreads = {}
+    for q in sorted({q for q, _ in t}):
+        times = [_get(t, q, c) for c in cols]
+        spreads[q] = max(times) / min(times)
+    ok = all(v <= UPDATE_SPREAD_BAR for v in spreads.values())
+    return ok, (f"slowest / fastest over {cols} (bar {UPDATE_SPREAD_BAR:.2f}): "
+                + ", ".join(f"{q} x{v:.2f}" for q, v in spreads.items()))
 
 
 # -- NonStop SQL --------------------------------------------------------------------------------

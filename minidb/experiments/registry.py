@@ -50,7 +50,8 @@ PAPERS: dict[str, str] = {
 }
 
 #: modules whose experiments register themselves when imported
-BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.tandem")
+BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimizer",
+                   "minidb.experiments.tandem")
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]

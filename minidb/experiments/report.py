@@ -1,11 +1,12 @@
-"""Text layout of ``minidb report``: per paper, each table or figure with reproduced and published
-values side by side and their ratio, then the findings as PASS / FAIL, then a one-line summary."""
+"""Text layout of ``minidb report``: per paper, the runs compared, each table or figure with
+reproduced and published values side by side and their ratio, then the findings as PASS / FAIL,
+then a one-line summary; over several papers, a total line."""
 
 from __future__ import annotations
 
 from itertools import groupby
 
-from minidb.experiments.reproduce import PaperReport
+from minidb.experiments.reproduce import PaperReport, total_line
 
 
 def _number(v) -> str:
@@ -18,6 +19,7 @@ def format_report(reports: list[PaperReport]) -> str:
     lines: list[str] = []
     for rep in reports:
         lines += [f"== {rep.paper}: {rep.title}", ""]
+        lines += _runs_lines(rep)
         cells = sorted(rep.cells, key=lambda c: (c["reference"], c["row"], c["column"]))
         missing = []
         for reference, group in groupby(cells, key=lambda c: c["reference"]):
@@ -47,4 +49,20 @@ def format_report(reports: list[PaperReport]) -> str:
             lines.append(f"  {'':12} {f.claim}")
             lines.append(f"  {'':12} measured: {f.detail}")
         lines += ["", rep.summary(), ""]
+    if len(reports) > 1:
+        lines += [total_line(reports), ""]
     return "\n".join(lines)
+
+
+def _runs_lines(rep: PaperReport) -> list[str]:
+    """Which runs the numbers below come from, and how many stored runs are left out."""
+    if not rep.runs:
+        lines = [f"No run with the paper's configuration is stored: run `minidb reproduce "
+                 f"{rep.paper} --quick` (or without --quick for the paper's sizes)."]
+    else:
+        lines = ["Runs compared (the latest made with the paper's configuration):"]
+        lines += [f"  {r['experiment']:26} run {r['run_id']}" for r in rep.runs]
+    if rep.other_runs:
+        lines.append(f"{rep.other_runs} other stored run(s) of this paper (other parameters, "
+                     f"or older) are not compared; the explorer shows them.")
+    return [*lines, ""]

@@ -2,8 +2,14 @@
 
 ``run_and_store`` runs one experiment as one recorded run (``minidb.results.ResultsStore``): a run
 that raises is recorded as failed, with no rows. ``reproduce`` runs every experiment of a paper.
-``build_report`` gathers, for ``minidb report``, the cell-by-cell comparison of the latest rows
-with the published values and the findings checked on those rows.
+``build_report`` gathers, for ``minidb report``, the cell-by-cell comparison of stored rows with
+the published values and the findings checked on those rows.
+
+Which runs the report compares: for each experiment, the latest ok run made with the paper's
+configuration, that is with the experiment's defaults or its ``--quick`` settings (what
+``minidb reproduce`` runs; the backend may differ, it does not change the modeled clock). A run
+with other parameters (``minidb run --scale 0.2``, a run from the explorer) is exploratory: it
+stays in the store and in the explorer, and the report neither shows nor counts it.
 """
 
 from __future__ import annotations
@@ -51,6 +57,37 @@ def run_and_store(experiment: Experiment | str, store: ResultsStore,
     return run.run_id, rows
 
 
+def papers_with_experiments() -> list[str]:
+    """The papers that have registered experiments, in the order of ``PAPERS``."""
+    have = {e.paper for e in experiments()}
+    return [p for p in PAPERS if p in have]
+
+
+def is_paper_configuration(exp: Experiment, parameters: Params) -> bool:
+    """Whether a run of ``exp`` with ``parameters`` used the paper's configuration: the
+    experiment's defaults, or its quick settings (the backend is left out of the comparison)."""
+    def canonical(params: Params) -> str:
+        return json.dumps({k: v for k, v in params.items() if k != "backend"}, sort_keys=True,
+                          default=str)
+
+    given = canonical(parameters)
+    return any(given == canonical(json.loads(json.dumps(exp.parameters(quick=quick))))
+               for quick in (False, True))
+
+
+def paper_runs(store: ResultsStore, paper: str) -> list[dict]:
+    """For each experiment of ``paper``, its latest ok run made with the paper's configuration
+    (experiments without one are left out), in registration order."""
+    runs = store.runs(paper=paper, status="ok")
+    chosen = []
+    for exp in experiments(paper):
+        mine = [r for r in runs if r["experiment"] == exp.name
+                and is_paper_configuration(exp, r["parameters"])]
+        if mine:
+            chosen.append(mine[-1])  # runs() lists oldest first
+    return chosen
+
+
 def reproduce(paper: str, store: ResultsStore, quick: bool = False,
               progress_for: Callable[[Experiment], Progress] | None = None,
               overrides: Params | None = None) -> list[tuple[str, str, int]]:
@@ -76,6 +113,9 @@ class PaperReport:
     """Reference cells with a number (status ok or prose) and their modeled reproduction."""
     findings: list[FindingResult] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
+    """The runs whose rows the report compares."""
+    other_runs: int = 0
+    """Ok runs of the paper that the report leaves out (exploratory, or older)."""
 
     @property
     def compared(self) -> list[dict]:
@@ -111,20 +151,48 @@ class PaperReport:
                 f"{unchecked} not checked")
 
 
-def build_report(store: ResultsStore, paper: str | None = None) -> list[PaperReport]:
-    """A report per paper (only papers with stored runs, unless ``paper`` is named)."""
+def build_report(store: ResultsStore, paper: str | None = None,
+                 runs: str = "paper") -> list[PaperReport]:
+    """A report per paper (only papers with stored runs, unless ``paper`` is named).
+
+    ``runs="paper"`` (``minidb report``) compares each experiment's latest run made with the
+    paper's configuration (``paper_runs``); ``runs="latest"`` (the explorer) its latest ok run,
+    whatever its parameters."""
+    if runs not in ("paper", "latest"):
+        raise ValueError(f"runs must be 'paper' or 'latest', not {runs!r}")
     papers = [check_paper(paper)] if paper else list(PAPERS)
     reports = []
     for p in papers:
-        runs = [r for r in store.runs(paper=p)]
-        if paper is None and not runs:
+        stored = store.runs(paper=p)
+        if paper is None and not stored:
             continue
-        rows = [_decoded(r) for r in store.rows(paper=p)]
-        cells = judge_cells(mark_calibration([c for c in store.compare(p) if c.get("status") in
+        if runs == "paper":
+            used = paper_runs(store, p)
+            ids = [r["run_id"] for r in used]
+            rows = [_decoded(r) for run_id in ids for r in store.rows(run_id=run_id)]
+            compared = store.compare(p, run_ids=ids)
+        else:
+            used = [r for r in stored if r["status"] == "ok"]
+            rows = [_decoded(r) for r in store.rows(paper=p)]
+            compared = store.compare(p)
+        cells = judge_cells(mark_calibration([c for c in compared if c.get("status") in
                                               ("ok", "prose") and c.get("clock") in
                                               ("modeled", None)]))
-        reports.append(PaperReport(p, PAPERS[p], cells, check_findings(rows, p), runs))
+        report = PaperReport(p, PAPERS[p], cells, check_findings(rows, p), used)
+        report.other_runs = sum(1 for r in stored if r["status"] == "ok") - len(used)
+        reports.append(report)
     return reports
+
+
+def total_line(reports: list[PaperReport]) -> str:
+    """One line over several papers' reports: cells within 2x and findings by status."""
+    compared = sum(len(r.compared) for r in reports)
+    within = sum(r.within_2x for r in reports)
+    count = {s: sum(f.status == s for r in reports for f in r.findings)
+             for s in ("pass", "fail", "not checked")}
+    return (f"total over {len(reports)} papers: {within} of {compared} reproduced cells within a "
+            f"factor of 2 of the papers; findings: {count['pass']} pass, {count['fail']} fail, "
+            f"{count['not checked']} not checked")
 
 
 def calibration_cells() -> set[tuple[str, str, str, str]]:

@@ -241,3 +241,48 @@ def _check_unique(cells: list[dict]) -> None:
 
 def _error(path: Path, line: int, message: str) -> ReferenceDataError:
     return ReferenceDataError(f"{path}, line {line}: {message}")
+
+
+# ---------------------------------------------------------------------- prose facts
+
+PROSE_FACTS_FILE = Path("prose") / "prose_facts.csv"
+"""Under the reference directory: the figures the papers state in their text that the cost
+model uses or should be checked against (page layouts, machine speeds, messages per operation,
+stated conclusions). They are inputs and sanity checks, not cells a run reproduces, so they live
+in a subfolder that ``load_reference`` does not read."""
+
+PROSE_FACT_COLUMNS: tuple[str, ...] = (
+    "paper", "section", "quantity", "value", "unit", "source", "description",
+)
+
+
+def load_prose_facts(directory: str | Path | None = None) -> list[dict]:
+    """Every prose fact (``PROSE_FACTS_FILE`` under ``directory``, default ``reference_dir()``)
+    as a dict with ``PROSE_FACT_COLUMNS`` (``value`` a float, or None where the paper gives no
+    number, e.g. a conclusion) and the ``line`` it was read from. A row without a paper,
+    quantity, unit or source, or with a value that is not a number, is a ``ReferenceDataError``."""
+    path = (Path(directory) if directory is not None else reference_dir()) / PROSE_FACTS_FILE
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as err:
+        raise MissingReferenceError(f"cannot read the prose facts {path} ({err.strerror or err})"
+                                    ) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if tuple(reader.fieldnames or ()) != PROSE_FACT_COLUMNS:
+        raise _error(path, 1, f"header must be exactly {','.join(PROSE_FACT_COLUMNS)!r}")
+    facts = []
+    for record in reader:
+        line = reader.line_num
+        fact = {k: (record.get(k) or "").strip() for k in PROSE_FACT_COLUMNS}
+        for name in ("paper", "section", "quantity", "unit", "source", "description"):
+            if not fact[name]:
+                raise _error(path, line, f"{name!r} is empty")
+        if fact["paper"] not in PAPERS:
+            raise _error(path, line, f"paper {fact['paper']!r} is not one of {', '.join(PAPERS)}")
+        try:
+            fact["value"] = float(fact["value"]) if fact["value"] else None
+        except ValueError:
+            raise _error(path, line, f"value {fact['value']!r} is not a number") from None
+        fact["line"] = line
+        facts.append(fact)
+    return facts

@@ -30,7 +30,10 @@ in the order ``begin_run`` was called, ``runs.seq``). Its rows are the experimen
 results (view ``latest_rows``): ``rows()`` returns them by default and ``compare()`` compares
 them with the papers. Older ``ok`` runs stay in the file and can be read with ``latest=False``
 or by run id. The rule ignores parameters on purpose: rerunning an experiment at another scale
-replaces what the report shows, which is what one expects after typing the command.
+replaces what the explorer shows, which is what one expects after typing the command.
+``minidb report`` does not use this rule: it compares the runs made with each paper's own
+configuration (``minidb.experiments.reproduce.paper_runs``, through ``compare(run_ids=...)``), so
+an exploratory run does not change it.
 
 Many processes, one file
 ------------------------
@@ -183,7 +186,7 @@ _SCHEMA: tuple[str, ...] = (
 
 _COMPARE_SQL = """
 WITH ref AS (SELECT * FROM reference {ref_filter}),
-     rep AS (SELECT * FROM latest_rows WHERE reference <> '' {rep_filter}),
+     rep AS (SELECT * FROM {rep_source} WHERE reference <> '' {rep_filter}),
      joined AS (
         SELECT coalesce(f.paper, p.paper)         AS paper,
                coalesce(f.reference, p.reference) AS reference,
@@ -462,11 +465,13 @@ class ResultsStore:
         with self._connect() as con:
             return self._sync_reference(con, force=True)
 
-    def compare(self, paper: str | None = None, unmatched: bool = False) -> list[dict[str, Any]]:
+    def compare(self, paper: str | None = None, unmatched: bool = False,
+                run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Reproduced against published values, cell by cell.
 
-        Joins each experiment's latest rows with the reference cells on
-        ``(paper, reference, row, column, metric)``. Every reference cell appears at least once:
+        Joins each experiment's latest rows (or, with ``run_ids``, the rows of those ok runs)
+        with the reference cells on ``(paper, reference, row, column, metric)``. Every reference
+        cell appears at least once:
         with ``reproduced`` None when no latest row reproduces it (so a report can show what is
         missing), and once per clock when rows of both clocks do. ``ratio`` is reproduced /
         published (None without both, or when published is 0); ``within_2x`` says whether the
@@ -475,11 +480,18 @@ class ResultsStore:
         """
         ref_filter, args = _where(paper=paper)
         rep_filter = "AND paper = ?" if paper is not None else ""
+        rep_args = list(args)
+        rep_source = "latest_rows"
+        if run_ids is not None:
+            rep_source = "complete_rows"
+            rep_filter += " AND list_contains(?::VARCHAR[], run_id)"
+            rep_args.append(list(run_ids))
         query = _COMPARE_SQL.format(ref_filter=ref_filter, rep_filter=rep_filter,
+                                    rep_source=rep_source,
                                     join="FULL OUTER" if unmatched else "LEFT")
         with self._connect() as con:
             self._sync_reference(con, force=False)
-            return _fetch_dicts(con, query, args * 2)
+            return _fetch_dicts(con, query, args + rep_args)
 
     def sql(self, query: str, parameters: Sequence[Any] | Mapping[str, Any] | None = None
             ) -> pa.Table:
