@@ -185,14 +185,15 @@ def build_report(store: ResultsStore, paper: str | None = None,
 
 
 def total_line(reports: list[PaperReport]) -> str:
-    """One line over several papers' reports: cells within 2x and findings by status."""
+    """One line over several papers' reports: cells within their bar (``judge_cells``) and
+    findings by status."""
     compared = sum(len(r.compared) for r in reports)
-    within = sum(r.within_2x for r in reports)
+    within = sum(r.within_bar for r in reports)
     count = {s: sum(f.status == s for r in reports for f in r.findings)
              for s in ("pass", "fail", "not checked")}
-    return (f"total over {len(reports)} papers: {within} of {compared} reproduced cells within a "
-            f"factor of 2 of the papers; findings: {count['pass']} pass, {count['fail']} fail, "
-            f"{count['not checked']} not checked")
+    return (f"total over {len(reports)} papers: {within} of {compared} reproduced cells within "
+            f"their bar (a factor of 2, or the relative error of a ratio table); findings: "
+            f"{count['pass']} pass, {count['fail']} fail, {count['not checked']} not checked")
 
 
 def calibration_cells() -> set[tuple[str, str, str, str]]:
