@@ -146,7 +146,7 @@ def test_rows_name_only_published_cells(selection_rows, speedup_rows, tandem_row
     assert {r["reference"] for r in claimed} >= {"Table 1", "Table 2", "Figure 2", "Figure 5"}
 
     def known(r):
-        if r["reference"].startswith("Table"):
+        if not r["reference"].startswith("Figure"):  # a table, or a section's prose numbers
             return ((r["paper"], r["reference"], r["row"]) in table_rows
                     and (r["paper"], r["reference"], r["column"], r["metric"]) in table_columns)
         return (r["paper"], r["row"]) in figure_rows  # the figures' statements use the same slugs
@@ -156,18 +156,15 @@ def test_rows_name_only_published_cells(selection_rows, speedup_rows, tandem_row
 
 
 def test_table2_is_derived_as_the_paper_did(selection_rows):
-    """Adjusted time = time - selected tuples x the average (10% - 1%) insertion rate."""
+    """Adjusted time = time - selected tuples x the average (10% - 1%) insertion rate, the
+    average taken over the paper's sizes in the run (here 10,000; not the 1,000 it never ran)."""
     t = {(r["row"], r["column"]): r["value"] for r in selection_rows
          if r["metric"] == "response_time" and r["clock"] == "modeled"}
-    rates = []
-    for n in (1000, 10_000):
-        c = f"gamma_{n}"
-        rates.append((t[("select_10pct_nonindexed", c)] - t[("select_1pct_nonindexed", c)])
-                     / (g.selected(n, 10) - g.selected(n, 1)))
-    rate = sum(rates) / 2
+    c = "gamma_10000"
+    rate = ((t[("select_10pct_nonindexed", c)] - t[("select_1pct_nonindexed", c)])
+            / (g.selected(10_000, 10) - g.selected(10_000, 1)))
     adjusted = {(r["row"], r["column"]): r["value"] for r in selection_rows
                 if r["metric"] == "adjusted_response_time"}
-    c = "gamma_10000"
     assert adjusted[("select_10pct_clustered_index", c)] == pytest.approx(
         t[("select_10pct_clustered_index", c)] - 1000 * rate)
 

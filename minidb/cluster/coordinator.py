@@ -1246,23 +1246,27 @@ class _Run:
         moves = bool(set(c.lower() for c in p.columns) & assigned)
         x = self.exchange("moved")
         disk = self.pdb.disk
+        # only the nodes that can hold a matching tuple (one node for the partitioning key =
+        # a constant, as a SELECT); a moved tuple may go to any node
+        targets = self._targets(st.ref)
         calls = [(n, "update", (table.name, st.ref.filters, dict(st.assignments), p,
-                                disk if moves else None, x, self.hints)) for n in disk]
+                                disk if moves else None, x, self.hints)) for n in targets]
         if moves:
-            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": disk,
+            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": targets,
                                         "schema": table.schema},
                     "sink": {"kind": "hold", "key": x}}
             calls = [(n, "run", (hold,)) for n in disk] + calls
-        out = self.phase("update", calls, texts=[f"update {table.name} on nodes {disk}"]
+        out = self.phase("update", calls, texts=[f"update {table.name} on nodes {targets}"]
                          + ([f"tuples whose {p.describe()} changes move to their new node"] if moves else []))
         if moves:
             self.phase("insert moved tuples", [(n, "insert_held", (x, table.name)) for n in disk])
-        return int(sum(out[-len(disk):]))
+        return int(sum(out[-len(targets):]))
 
     def delete(self, st: DeleteStatement) -> int:
-        disk = self.pdb.disk
+        targets = self._targets(st.ref)  # as for a SELECT: one node for the partitioning key
         out = self.phase("delete", [(n, "delete", (st.ref.table.name, st.ref.filters, self.hints))
-                                    for n in disk], texts=[f"delete from {st.ref.table.name} on {disk}"])
+                                    for n in targets],
+                         texts=[f"delete from {st.ref.table.name} on {targets}"])
         return int(sum(out))
 
     def insert(self, st: InsertStatement) -> int:

@@ -52,7 +52,7 @@ COST_KIND = {
 WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
                "packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
                "bytes_short_circuited", "packets_received", "control_messages", "buffer_calls",
-               "operators_started")
+               "operators_started", "tuples_inserted", "index_entries_changed")
 EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "bytes_received",
                 "packets_delivered", "packets_to_host", "bytes_to_host", "messages_sent")
 
@@ -253,9 +253,11 @@ class Node:
             elif sink["kind"] == "store":
                 from minidb.exec.store import Store
 
-                store = Store(_Opened(root), self.db.catalog.get(sink["table"]))
+                target = self.db.catalog.get(sink["table"])
+                store = Store(_Opened(root), target)
                 store.collect()
                 self._count_tree(store, skip_root_children=True)
+                self._count_inserted(target, store.stats.extra.get("stored", 0))
                 self.db.checkpoint()
             elif sink["kind"] == "hold":
                 self._held.setdefault(sink["key"], []).extend(_Opened(root))
@@ -275,6 +277,7 @@ class Node:
         self.create_fragment(name, schema, records)
         with self._lock:
             self._add_tuples("store", len(records))
+            self._work["tuples_inserted"] += len(records)
         return {"records": len(records),
                 "stats": {c.name.lower(): stats_to_json(_stats_of(records[c.name]))
                           for c in schema.columns}}
@@ -292,6 +295,7 @@ class Node:
         with self._lock:
             self._add_tuples("store", len(records))
             self._work["operators_started"] += 1
+        self._count_inserted(self.db.catalog.get(table), len(records))
         return len(records)
 
     def delete(self, table: str, filters: list, hint=None) -> int:
@@ -303,6 +307,7 @@ class Node:
         count = int(root.collect()["count"].sum())
         self.db.checkpoint()
         self._count_tree(root)
+        self._count_index_changes(self.db.catalog.get(table), count)
         return count
 
     def update(self, table: str, filters: list, assignments: dict, partitioner,
@@ -328,6 +333,8 @@ class Node:
         self.db.checkpoint()
         with self._lock:
             self._add_tuples("store", len(records))
+        self._count_index_changes(t, int(stay.sum()), changed=set(assignments))
+        self._count_index_changes(t, int((~stay).sum()))  # moved away: deleted here
         if moves:
             split = SplitTable(ArrayScan(t.schema, records[~stay]), self.node_id, exchange_id,
                                "partition", consumers, partitioner, self._send,
@@ -342,6 +349,29 @@ class Node:
         self._work["tuples"] = {}
         self._work["operators"] = {}
 
+    def _count_inserted(self, table, n: int) -> None:
+        """Count ``n`` tuples inserted into ``table`` and the index entries they added."""
+        with self._lock:
+            self._work["tuples_inserted"] += int(n)
+        self._count_index_changes(table, n)
+
+    def _count_index_changes(self, table, n: int, changed: set[str] | None = None) -> None:
+        """Count the index entries that ``n`` tuples changed in ``table``: every index (the
+        clustered one included) for an insert or a delete, or only the indexes on the columns
+        in ``changed`` for an update in place. An update that changes the clustering key
+        moves its tuple, so it changes every index."""
+        indexed = [c.lower() for c in table.indexes]
+        if table.organization == "clustered" and table.key is not None:
+            indexed.append(table.key.lower())
+        if changed is not None:
+            names = {c.lower() for c in changed}
+            if table.key is not None and table.key.lower() in names:
+                names = set(indexed)
+            indexed = [c for c in indexed if c in names]
+        if n and indexed:
+            with self._lock:
+                self._work["index_entries_changed"] += int(n) * len(indexed)
+
     def _add_tuples(self, kind: str, n: int) -> None:
         if n:
             self._work["tuples"][kind] = self._work["tuples"].get(kind, 0) + int(n)
@@ -354,7 +384,9 @@ class Node:
         with self._lock:
             self._work["operators_started"] += 1
             for op in ops:
-                n = max(op.stats.tuples_in, op.stats.tuples_out)
+                # entries a dense index scan compared count like tuples scanned (§5.1)
+                n = (max(op.stats.tuples_in, op.stats.tuples_out)
+                     + int(op.stats.extra.get("entries_compared", 0)))
                 self._work["operators"][op.kind] = self._work["operators"].get(op.kind, 0) + int(n)
                 if op.kind == "hash_join":
                     self._add_tuples("hash_build", op.stats.extra.get("build_tuples", 0))

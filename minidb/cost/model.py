@@ -25,11 +25,23 @@ For each node in a phase (all times in seconds)::
     busy_s    = max(cpu_s, disk_s, net_s) + (1 - overlap) x (cpu_s + disk_s + net_s - max(...))
     node_s    = startup_s + busy_s
 
+Three mechanisms that only some machines have (0 in the other profiles) add to these:
+
+* ``random_pages`` also counts ``tuples_inserted x insert_ios_per_tuple``: Teradata inserts one
+  tuple at a time with its log, "at least 3 I/Os ... for each tuple inserted" (Gamma paper §4);
+* a node whose statement changed an index entry (``index_entries_changed``) pays
+  ``deferred_update_ios`` random I/Os and one more operator (startup, and 3 scheduler messages at
+  the coordinator): Gamma's deferred-update file for indexes (Gamma paper §8);
+* each phase begins with ``step_overhead_ms`` per node that took part in it (read or wrote a
+  page, processed a tuple), one node after another at the coordinator: Teradata's fixed cost of
+  a query step, which its 10,000-tuple times show (Gamma paper, Tables 1 and 7).
+
 A phase ends when its slowest node ends; if the nodes share one medium (a token ring, a bus, a
 shared Ethernet: ``interconnect_mbit_s``), the phase also lasts at least as long as that medium
 needs to carry every node's remote bytes::
 
-    phase_s = max( max over nodes of node_s,  sum over nodes of bytes_sent_remote x 8 / interconnect )
+    phase_s = dispatch_s + max( max over nodes of node_s,
+                                sum over nodes of bytes_sent_remote x 8 / interconnect )
     total_s = sum over phases of phase_s + coordinator_messages x control_message
 
 ``overlap`` (0..1) says how much of a node's CPU, disk and network time runs at the same time:
@@ -75,6 +87,10 @@ from minidb.errors import MinidbError
 
 DEFAULT_OVERLAP = 1.0
 """Default overlap of CPU, disk and network within a node and phase (see the module docstring)."""
+
+DEFERRED_APPLY_MESSAGES = 3
+"""Scheduler messages for the operator that applies a deferred-update file on one node: start,
+reply, completion (Gamma §2, as for every operator)."""
 
 # Operator kind (as counted by the executor) -> the profile's instruction field that prices it.
 OPERATOR_COST_FIELD: dict[str, str] = {
@@ -141,6 +157,18 @@ class WorkCounters:
     """Buffer-manager fix/unfix pairs (one per page handled)."""
     operators_started: int = 0
     """Operators started on this node in this phase."""
+    tuples_inserted: int = 0
+    """Tuples inserted into a stored relation (INSERT, CREATE TABLE AS, a moved tuple); the
+    profile's ``insert_ios_per_tuple`` prices each with that many random I/Os."""
+    index_entries_changed: int = 0
+    """Index entries added or removed by an INSERT, UPDATE or DELETE; a node with any pays the
+    profile's deferred-update file (``deferred_update_ios``) once per phase."""
+
+    def took_part(self) -> bool:
+        """True when the node read or wrote a page or processed a tuple in this phase."""
+        pages = (self.pages_read_seq + self.pages_read_random + self.pages_written_seq
+                 + self.pages_written_random)
+        return bool(pages or any(self.tuples.values()) or self.tuples_inserted)
 
     def add_tuples(self, kind: str, n: int) -> None:
         """Count ``n`` more tuples for operator ``kind``."""
@@ -186,6 +214,10 @@ class NodeTime:
     """``startup_s + busy_s`` (``busy_s`` alone when startup is serial)."""
     bottleneck: str
     """The part that bounded the node: "cpu", "disk", "net", "startup" or "idle"."""
+    insert_ios: float = 0.0
+    """Random I/Os charged for tuple-at-a-time inserts (in ``disk_s``)."""
+    deferred_update_ios: float = 0.0
+    """Random I/Os charged for a deferred-update file (in ``disk_s``)."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +235,8 @@ class PhaseTime:
     slowest_node: Hashable | None
     bottleneck: str
     """The slowest node's bottleneck, or "interconnect" when the shared medium bounded the phase."""
+    dispatch_s: float = 0.0
+    """Serial coordinator time for the nodes that took part (``step_overhead_ms`` each)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +292,8 @@ class ModeledTime:
             )
             if phase.startup_s:
                 lines.append(f"    serial startup {phase.startup_s:.3f} s")
+            if phase.dispatch_s:
+                lines.append(f"    step overhead at the coordinator {phase.dispatch_s:.3f} s")
             if phase.interconnect_s:
                 lines.append(f"    interconnect {phase.interconnect_s:.3f} s")
             for n in phase.nodes.values():
@@ -265,6 +301,9 @@ class ModeledTime:
                     f"    node {n.node}: cpu {n.cpu_s:.3f}  disk {n.disk_s:.3f}  "
                     f"net {n.net_s:.3f}  startup {n.startup_s:.3f}  -> {n.total_s:.3f} s "
                     f"[{n.bottleneck}]"
+                    + (f" incl. {n.insert_ios:g} insert I/Os" if n.insert_ios else "")
+                    + (f" incl. {n.deferred_update_ios:g} deferred-update I/Os"
+                       if n.deferred_update_ios else "")
                 )
         if self.coordinator_s:
             lines.append(f"  coordinator messages: {self.coordinator_s:.3f} s")
@@ -298,7 +337,9 @@ def node_time(
     instructions += work.bytes_short_circuited / 1024 * p.instr_short_circuit_kb
     cpu_s = p.instructions_s(instructions)
 
-    random_pages = work.pages_read_random + work.pages_written_random
+    insert_ios = work.tuples_inserted * p.insert_ios_per_tuple
+    deferred_ios = p.deferred_update_ios if work.index_entries_changed else 0.0
+    random_pages = work.pages_read_random + work.pages_written_random + insert_ios + deferred_ios
     seq_pages = work.pages_read_seq + work.pages_written_seq
     disk_s = random_pages * p.random_page_s(page_size) + seq_pages * p.sequential_page_s(page_size)
 
@@ -307,7 +348,9 @@ def node_time(
         + work.packets_sent_remote * p.packet_latency_ms / 1e3
     )
 
-    startup_s = work.operators_started * p.operator_startup_ms / 1e3
+    # applying a deferred-update file is one more operator on the node
+    operators = work.operators_started + (1 if deferred_ios else 0)
+    startup_s = operators * p.operator_startup_ms / 1e3
     parts = {"cpu": cpu_s, "disk": disk_s, "net": net_s}
     biggest = max(parts.values())
     busy_s = biggest + (1.0 - overlap) * (sum(parts.values()) - biggest)
@@ -319,7 +362,8 @@ def node_time(
         bottleneck = "startup"
     else:
         bottleneck = max(parts, key=lambda k: parts[k])
-    return NodeTime(node, cpu_s, disk_s, net_s, startup_s, busy_s, total_s, bottleneck)
+    return NodeTime(node, cpu_s, disk_s, net_s, startup_s, busy_s, total_s, bottleneck,
+                    insert_ios, deferred_ios)
 
 
 def modeled_time(
@@ -351,12 +395,15 @@ def modeled_time(
 
     serial = startup == "serial"
     out: list[PhaseTime] = []
+    deferred_nodes = 0
     for i, phase in enumerate(phases):
         nodes = {
             node: node_time(node, work, prof, page_size, overlap, charge_startup=not serial)
             for node, work in phase.items()
         }
         serial_startup_s = sum(n.startup_s for n in nodes.values()) if serial else 0.0
+        dispatch_s = sum(w.took_part() for w in phase.values()) * prof.step_overhead_ms / 1e3
+        deferred_nodes += sum(1 for n in nodes.values() if n.deferred_update_ios)
         if prof.interconnect_mbit_s is None:
             interconnect_s = 0.0
         else:
@@ -379,12 +426,15 @@ def modeled_time(
                 nodes=nodes,
                 startup_s=serial_startup_s,
                 interconnect_s=interconnect_s,
-                total_s=serial_startup_s + max(node_bound_s, interconnect_s),
+                total_s=dispatch_s + serial_startup_s + max(node_bound_s, interconnect_s),
                 slowest_node=slowest.node if slowest else None,
                 bottleneck=bottleneck,
+                dispatch_s=dispatch_s,
             )
         )
-    coordinator_s = coordinator_messages * prof.control_message_ms / 1e3
+    # each deferred-update operator is scheduled like any other (its messages are serial)
+    messages = coordinator_messages + deferred_nodes * DEFERRED_APPLY_MESSAGES
+    coordinator_s = messages * prof.control_message_ms / 1e3
     return ModeledTime(
         profile=prof.name,
         page_size=page_size,

@@ -80,6 +80,10 @@ class Measurement:
     access_paths: tuple[str, ...]
     """Operator kinds that read the relation (heap_scan, index_scan, clustered_index_scan...)."""
     counters: dict
+    slowest_cpu_s: float = 0.0
+    """CPU seconds of the slowest node of the longest phase."""
+    slowest_disk_s: float = 0.0
+    """Disk seconds of that node."""
 
 
 ACCESS_KINDS = ("heap_scan", "index_scan", "clustered_index_scan", "hash_lookup",
@@ -99,5 +103,7 @@ def measure(db: ParallelDatabase, statement: str, drop: str | None = None,
         kinds |= {k for k, n in counters.get("operators", {}).items() if n and k in ACCESS_KINDS}
     if drop is not None:
         db.drop_table(drop)
+    slowest = longest.nodes.get(longest.slowest_node)
     return Measurement(modeled.total_s, result.wall_s, result.rows, longest.bottleneck,
-                       tuple(sorted(kinds)), dict(result.counters))
+                       tuple(sorted(kinds)), dict(result.counters),
+                       slowest.cpu_s if slowest else 0.0, slowest.disk_s if slowest else 0.0)

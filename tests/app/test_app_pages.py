@@ -128,15 +128,14 @@ def test_published_speedup_figure_draws_the_ideal_line(store_path):
 
 
 def test_published_cells_at_the_papers_configuration(paper_store):
-    """At 100,000 tuples on 1 and 8 nodes the run meets the paper's cells: Figure 4's 2 s is
-    missed by more than 2x, Figure 5's two prose points are within it (and drawn)."""
+    """At 100,000 tuples on 1 and 8 nodes the run meets the paper's cells: Figure 4 has no
+    number the text ties to a configuration (its "2 seconds" is a shape), Figure 5's two prose
+    points are within a factor of 2 (and drawn)."""
     at = open_app(PUBLISHED)
     reference = at.selectbox(key="pvr_reference_gamma.selection_speedup")
     reference.set_value("Figure 4").run()
-    cells = at.dataframe[0].value
-    assert cells["row"].tolist() == ["select_1pct_clustered_index"]
-    assert cells["within 2x"].tolist() == [False] and cells["published"].tolist() == [2.0]
-    assert "0 of 1" in texts(at)
+    assert not at.exception, at.exception
+    assert "prints no numbers for Figure 4" in texts(at)
 
     at.selectbox(key="pvr_reference_gamma.selection_speedup").set_value("Figure 5").run()
     assert at.dataframe[0].value["within 2x"].tolist() == [True, True]
