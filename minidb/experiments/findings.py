@@ -154,6 +154,17 @@ def _growth_per_tenfold(values: dict, queries: Iterable[str]) -> list[float]:
     return ratios
 
 
+def _grows_tenfold(rows, experiment: str, queries: tuple[str, ...],
+                   bar: tuple[float, float]) -> tuple[bool, str]:
+    """Whether Gamma's time for ``queries`` grows within ``bar`` per tenfold relation size."""
+    t = _values(rows, experiment, "response_time", system="gamma")
+    ratios = _growth_per_tenfold(t, queries)
+    low, high = bar
+    ok = all(low <= r <= high for r in ratios)
+    return ok, (f"time ratios per tenfold size (bar {low:.2f}-{high:.2f}): "
+                + ", ".join(f"{r:.2f}" for r in ratios))
+
+
 # -- Gamma, Section 5 -----------------------------------------------------------------------------
 @finding("gamma.selection_time_linear_in_size", "gamma", "§5.1, Table 1",
          "The time of a nonindexed selection grows in proportion to the relation. Per tenfold size "
@@ -161,12 +172,9 @@ def _growth_per_tenfold(values: dict, queries: Iterable[str]) -> list[float]:
          "long (Table 1); the bar is that spread widened by 10%: 7.44 to 11.46.",
          "gamma.selection")
 def _linear(rows):
-    t = _values(rows, "gamma.selection", "response_time", system="gamma")
-    ratios = _growth_per_tenfold(t, ("select_1pct_nonindexed", "select_10pct_nonindexed"))
-    low, high = SELECTION_GROWTH_BAR
-    ok = all(low <= r <= high for r in ratios)
-    return ok, (f"time ratios per tenfold size (bar {low:.2f}-{high:.2f}): "
-                + ", ".join(f"{r:.2f}" for r in ratios))
+    return _grows_tenfold(rows, "gamma.selection",
+                          ("select_1pct_nonindexed", "select_10pct_nonindexed"),
+                          SELECTION_GROWTH_BAR)
 
 
 @finding("gamma.optimizer_scans_for_10pct", "gamma", "§5.1, §5.2.1, §5.2.2, Figure 8",
@@ -310,12 +318,8 @@ def _share(rows):
          "9.73 times as long (Table 7); the bar is that spread widened by 10%: 6.09 to 10.70.",
          "gamma.aggregates")
 def _agg_linear(rows):
-    t = _values(rows, "gamma.aggregates", "response_time", system="gamma")
-    ratios = _growth_per_tenfold(t, ("min_scalar", "sum_100_partitions"))
-    low, high = AGGREGATE_GROWTH_BAR
-    ok = all(low <= r <= high for r in ratios)
-    return ok, (f"time ratios per tenfold size (bar {low:.2f}-{high:.2f}): "
-                + ", ".join(f"{r:.2f}" for r in ratios))
+    return _grows_tenfold(rows, "gamma.aggregates", ("min_scalar", "sum_100_partitions"),
+                          AGGREGATE_GROWTH_BAR)
 
 
 @finding("gamma.single_tuple_updates_independent_of_size", "gamma", "§8, Table 8",

@@ -371,7 +371,7 @@ def fixed_width_bytes(binary: pa.Array, width: int) -> np.ndarray:
     """Arrow binary values as numpy ``S{width}``: each value's UTF-8 bytes, NUL-padded.
 
     Widths are in bytes, so 'é' takes two of them. The bytes are scattered into an
-    ``(n, width)`` grid in one numpy assignment, not copied value by value.
+    ``(n, width)`` grid in one masked numpy assignment, not copied value by value.
     """
     n = len(binary)
     offsets_type = np.int64 if pa.types.is_large_binary(binary.type) else np.int32
@@ -381,10 +381,12 @@ def fixed_width_bytes(binary: pa.Array, width: int) -> np.ndarray:
     data = np.frombuffer(buffer, dtype=np.uint8) if buffer else np.empty(0, np.uint8)
     data = data[offsets[0] : offsets[-1]]
     lengths = np.diff(offsets)
+    if (lengths == width).all():  # every value fills its field (Wisconsin's strings): no padding
+        return data.reshape(n, width).copy().view(f"S{width}").reshape(n)
     grid = np.zeros((n, width), dtype=np.uint8)
-    rows = np.repeat(np.arange(n), lengths)
-    positions = np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-    grid[rows, positions] = data
+    # True at each byte a value fills; numpy fills True cells in row-major order, which is the
+    # order of the values' bytes in Arrow's data buffer
+    grid[np.arange(width) < lengths[:, None]] = data
     return grid.view(f"S{width}").reshape(n)
 
 
