@@ -130,9 +130,11 @@ class HeapFile:
             keep = self.num_pages <= self.buffer.num_frames // 2
         step = self.cluster_pages()
         projected = None if columns is None or not self.schema.has_nulls else self.schema.project(columns)
+        # one cluster buffer for the whole scan: unpack copies the records out of it
+        cluster = np.empty((min(step, max(0, last_page + 1 - first_page)), self.file.page_size), dtype=np.uint8)
         for first in range(first_page, last_page + 1, step):
             n = min(step, last_page + 1 - first)
-            pages = self.buffer.read_run(self.file, first, n, keep=keep)
+            pages = self.buffer.read_run(self.file, first, n, keep=keep, out=cluster)
             records, rids = self.format.unpack(pages, first, where, columns)
             yield (records if projected is None else projected.gather(records)), rids
 
