@@ -189,3 +189,45 @@ def test_errors(ctx):
     op = HashAggregate(ctx, scan, ["ten"], [("c", "COUNT", None)], 2)
     with pytest.raises(MemoryBudgetError):
         op.open()
+
+
+NUMERIC_AGGREGATES = [
+    ("n", "COUNT", None), ("c", "COUNT", Col("fl")), ("total", "SUM", Col("small")),
+    ("lo", "MIN", Col("big")), ("hi", "MAX", Col("thousand")), ("avg_i", "AVG", Col("big")),
+    ("mn_f", "MIN", Col("fl")), ("e", "MAX", Arith("*", Col("ten"), Const(2))),
+]
+
+
+@pytest.mark.parametrize("group_by, memory", [
+    ("hundred", 200), ("thousand", 200), ("small", 200), ("unique2", 200),
+    ("big", 200), ("hundred", 3), ("thousand", 4)])  # 3, 4 pages: the table spills
+def test_direct_addressing_gives_what_sorting_gives(ctx, monkeypatch, group_by, memory):
+    """Grouping a batch by direct addressing (``DIRECT_SPAN``) and by sorting give the same
+    bytes, the same counters (groups, spills, pages) and the same answer as DuckDB."""
+    import minidb.exec.aggregate as agg
+
+    records = make_records(30000, seed=7)
+    records["small"][::3] = -30000  # int16 keys 60,000 apart: the offset must not wrap
+    records["small"][1::3] = 30000
+
+    used = []
+    real = agg.HashAggregate._partial_direct
+    monkeypatch.setattr(agg.HashAggregate, "_partial_direct",
+                        lambda self, *a: used.append(1) or real(self, *a))
+
+    def run(span: int):
+        monkeypatch.setattr(agg, "DIRECT_SPAN", span)
+        op = HashAggregate(ctx, ArrayScan(SCHEMA, records, batch_rows=16000), [group_by],
+                           NUMERIC_AGGREGATES, memory_pages=memory)
+        return op.collect(), op.stats
+
+    direct, direct_stats = run(agg.DIRECT_SPAN)
+    assert bool(used) == (group_by != "big")  # +-2**40 apart: sorted
+    sorted_, sorted_stats = run(0)  # a span of at least 1 never fits in 0 per tuple: sort
+    assert direct.tobytes() == sorted_.tobytes()
+    assert direct_stats == sorted_stats
+    sql = (f"SELECT {group_by}, count(*), count(fl), sum(small), min(big), max(thousand), "
+           f"avg(big), min(fl), max(ten * 2) FROM t GROUP BY {group_by}")
+    expected = duck(sql, records)
+    assert_rows_equal(rows_of(HashAggregate(ctx, ArrayScan(SCHEMA, records[:1]), [group_by],
+                                            NUMERIC_AGGREGATES, 3).schema, direct), expected)

@@ -25,10 +25,17 @@ Grace-style hash algorithm). Because all partials of a group land in the same pa
 group is finished inside one partition. Counters: ``groups``, ``max_groups``, ``spills``,
 ``spill_partitions``, ``spill_pages_written``, ``spill_pages_read``.
 
-Simplifications: numpy has no vectorized hash table, so groups are found by sorting each batch
-(or set of partials) on the group columns and cutting it where the key changes; hashing is used
-where Gamma uses it to split the data, not to probe. Results of a table that fit in memory come
-out in group-key order, which SQL does not promise.
+Finding the groups of a batch. numpy has no vectorized hash table. When the batch is grouped on
+one integer column whose values span a small range (at most ``DIRECT_SPAN`` times the batch's
+length), the key itself is the address of the group's slot: ``key - min`` indexes a dense table,
+and each partial is one unbuffered ``ufunc.at`` (``np.add.at``, ``np.minimum.at``) over the batch
+into that table, about a nanosecond a tuple (the textbook's hash table with the identity as its
+hash function). Otherwise groups are found by sorting the batch on the group columns and cutting
+it where the key changes (``ufunc.reduceat``). Both give the same partial tuples, one per group
+in key order, so the group table, its counters and its spills do not depend on which was used.
+Partials are always merged by sorting (they are few). Hashing is used where Gamma uses it to
+split the data, not to probe. Results of a table that fit in memory come out in group-key order,
+which SQL does not promise.
 
 NULLs, as in SQL: MIN, MAX, SUM and AVG skip NULL arguments and are NULL over a group with no
 non-NULL value (each keeps a count of the non-NULL values it saw; a NULL argument enters the
@@ -71,6 +78,8 @@ MIN_PAGES = 3
 ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
 MAX_FANOUT = 32
 MAX_LEVELS = 12
+#: a batch is grouped by direct addressing when its key spans at most this many values per tuple
+DIRECT_SPAN = 4
 
 @dataclass(frozen=True)
 class _State:
@@ -267,6 +276,8 @@ class HashAggregate(Operator):
     # -- partial aggregation -----------------------------------------------------------------------
     def _partial(self, batch: np.ndarray) -> np.ndarray:
         """One batch of input turned into one partial tuple per group in the batch."""
+        if (slots := self._direct_slots(batch)) is not None:
+            return self._partial_direct(batch, *slots)
         part = self.partial_schema.new_records(len(batch))
         for name in self.group_names:
             part[name] = batch[name]
@@ -287,6 +298,59 @@ class HashAggregate(Operator):
                 values = np.where(nulls, _identity(s), values)
             part[s.name] = split_word(values, s.word)
         return self._reduce(part)
+
+    def _direct_slots(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Group the batch by direct addressing, when it can be: ``(slot of each tuple, key of
+        each slot, tuples in each slot)``, slots in key order; None when the batch is not grouped
+        on one integer column without NULLs whose values span at most ``DIRECT_SPAN`` per tuple,
+        or an aggregate keeps text (no ``ufunc.at`` for it)."""
+        if len(self.group_names) != 1 or not len(batch):
+            return None
+        if any(s.column.numpy_dtype.kind == "S" for s in self.states):
+            return None
+        name = self.group_names[0]
+        key = batch[name]
+        if key.dtype.kind not in "iu" or null_mask(batch, name) is not None:
+            return None
+        low, high = key.min(), key.max()
+        span = int(high) - int(low) + 1
+        if span > DIRECT_SPAN * len(batch):
+            return None
+        wide = key if key.dtype.itemsize == 8 else key.astype(np.int64)  # int16: 30000 - -30000
+        offset = (wide - wide.dtype.type(low)).astype(np.intp)  # 0 .. span - 1: no overflow
+        sizes = np.bincount(offset, minlength=span)
+        present = np.flatnonzero(sizes)
+        slot_of = np.zeros(span, dtype=np.intp)
+        slot_of[present] = np.arange(len(present))
+        return slot_of[offset], (present + low).astype(key.dtype), sizes[present]
+
+    def _partial_direct(self, batch: np.ndarray, slot: np.ndarray, keys: np.ndarray,
+                        sizes: np.ndarray) -> np.ndarray:
+        """``_partial`` by direct addressing (``_direct_slots``): each state is one ``ufunc.at``
+        of the batch's values into a table of one entry per group."""
+        groups = len(keys)
+        part = self.partial_schema.new_records(groups)
+        part[self.group_names[0]] = keys
+        arguments: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        for s in self.states:
+            if s.source is None:  # COUNT(*)
+                part[s.name] = sizes
+                continue
+            if s.source not in arguments:
+                agg = self.aggregates[s.source]
+                arguments[s.source] = (_check_values(agg, batch), agg.argument.null_mask(batch))
+            values, nulls = arguments[s.source]
+            if s.counts:  # COUNT(x), and the non-NULL count of the others
+                part[s.name] = sizes if nulls is None else np.bincount(slot[~nulls], minlength=groups)
+                continue
+            if nulls is not None:
+                values = np.where(nulls, _identity(s), values)
+            dtype = s.column.numpy_dtype
+            values = np.ascontiguousarray(split_word(values, s.word), dtype=dtype)
+            table = np.full(groups, _identity(s), dtype=dtype)
+            {"add": np.add, "min": np.minimum, "max": np.maximum}[s.combine].at(table, slot, values)
+            part[s.name] = table
+        return self._carry(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
         """Merge partial tuples of the same group (sort on the group key, cut where it changes)."""

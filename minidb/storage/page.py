@@ -171,10 +171,11 @@ def fold_many(bodies: np.ndarray, file_id: int, versions: np.ndarray | None) -> 
     b = np.asarray(bodies, dtype="<u4")
     moved = (_CONTINUE[0][b & 0xFF] ^ _CONTINUE[1][(b >> 8) & 0xFF]
              ^ _CONTINUE[2][(b >> 16) & 0xFF] ^ _CONTINUE[3][b >> 24])
-    if versions is None:
-        versions = np.zeros(len(b), dtype=np.uint32)
-    distinct, which = np.unique(np.asarray(versions, dtype=np.uint32), return_inverse=True)
     file_id &= 0xFFFFFFFF
+    versions = np.zeros(1, dtype=np.uint32) if versions is None else np.asarray(versions, dtype=np.uint32)
+    if len(versions) and (versions == versions[0]).all():  # the common case: one version
+        return moved ^ np.uint32(crc32(struct.pack("<II", file_id, int(versions[0]))))
+    distinct, which = np.unique(versions, return_inverse=True)
     tails = np.array([crc32(struct.pack("<II", file_id, int(v))) for v in distinct], dtype="<u4")
     return moved ^ tails[which.reshape(-1)]
 
