@@ -37,7 +37,7 @@ Everything here works on *arrays of pages* (shape ``(n, page_size)``, dtype uint
 pages is packed, checked or unpacked with a handful of numpy calls, never a Python loop per tuple.
 
 Checking a cluster. The CRC of each page body is one call to a C function (``crc32``, below), in
-one list comprehension over the cluster: the bytes are the cost, about 2 GB/s with zlib's CRC-32
+one ``map`` over the cluster's pages: the bytes are the cost, about 2 GB/s with zlib's CRC-32
 and several times that with ISA-L's (the optional ``isal`` package: the same CRC-32, so the same
 stored checksums, computed with the processor's carry-less multiply). Folding the file id and the
 version into each page's CRC needs no further call per page: continuing a CRC over 8 more bytes is
@@ -139,10 +139,31 @@ OtherFiles = Callable[[], Iterable[tuple[str, int, "np.ndarray"]]]
 
 def body_checksums(pages: np.ndarray) -> np.ndarray:
     """CRC-32 of bytes 4..page_size of every page (everything the checksum field protects)."""
-    size = pages.shape[1]
-    flat = memoryview(np.ascontiguousarray(pages).reshape(-1))
-    return np.array([crc32(flat[start + 4 : start + size]) for start in range(0, len(flat), size)],
-                    dtype="<u4")
+    return np.fromiter(map(crc32, _bodies(np.ascontiguousarray(pages))), dtype="<u4",
+                       count=len(pages))
+
+
+#: the page bodies of the last page array checksummed: (address and shape, memoryviews)
+_last_bodies: tuple[tuple[int, ...], list[memoryview]] | None = None
+#: larger arrays (a bulk load's pages) are not kept alive by that entry
+_KEEP_BODIES_BYTES = 4 * 1024 * 1024
+
+
+def _bodies(pages: np.ndarray) -> list[memoryview]:
+    """Bytes 4..page_size of every page, one memoryview each. The list for the last array seen
+    is kept, so a scan that reads every cluster into the same buffer slices it once, and
+    ``map(crc32, ...)`` then runs without a Python step per page. (A cached view keeps its memory
+    alive, so another array cannot be given the same address while the entry stands; arrays
+    over ``_KEEP_BODIES_BYTES`` are not kept.)"""
+    global _last_bodies
+    key = (pages.ctypes.data, *pages.shape)
+    cached = _last_bodies
+    if cached is None or cached[0] != key:
+        flat, size = memoryview(pages.reshape(-1)), pages.shape[1]
+        cached = (key, [flat[start + 4 : start + size] for start in range(0, len(flat), size)])
+        if pages.nbytes <= _KEEP_BODIES_BYTES:
+            _last_bodies = cached
+    return cached[1]
 
 
 def fold(body_crc: int, file_id: int, version: int) -> int:
@@ -336,13 +357,13 @@ class HeapPageFormat:
                 mask = mask & ~unknown  # a predicate that is NULL (unknown) does not qualify a tuple
             keep[np.flatnonzero(keep)] = mask
         chosen = np.flatnonzero(keep)
-        page_idx, slot_idx = chosen // cap, chosen % cap
+        wanted = keep.reshape(slots.shape)  # a boolean mask gathers in page / slot order
         if columns is None or NULLS in self.record_dtype.names:
-            records = slots[page_idx, slot_idx]  # whole records: the bitmap is per record
+            records = slots[wanted]  # whole records: the bitmap is per record
         else:
             records = np.empty(len(chosen), dtype=[(c, self.record_dtype[c]) for c in columns])
             for c in columns:
-                records[c] = slots[c][page_idx, slot_idx]
+                records[c] = slots[c][wanted]  # one strided pass per column
         return records, chosen + first_page_no * cap
 
     def set_live(self, page: np.ndarray, slots: np.ndarray, value: bool) -> None:
