@@ -50,6 +50,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -183,6 +184,9 @@ def _continue_tables() -> np.ndarray:
 
 
 _CONTINUE = _continue_tables()
+#: the same by 16-bit halves of the starting CRC (two look-ups a page instead of four; 256 KB each)
+_CONTINUE_LOW = (_CONTINUE[1][:, None] ^ _CONTINUE[0][None, :]).reshape(-1)
+_CONTINUE_HIGH = (_CONTINUE[3][:, None] ^ _CONTINUE[2][None, :]).reshape(-1)
 
 
 def fold_many(bodies: np.ndarray, file_id: int, versions: np.ndarray | None) -> np.ndarray:
@@ -190,8 +194,7 @@ def fold_many(bodies: np.ndarray, file_id: int, versions: np.ndarray | None) -> 
     (``versions`` one a page, None: all 0). One ``crc32`` call per distinct version (a loaded
     file has one), the rest table look-ups (``_continue_tables``)."""
     b = np.asarray(bodies, dtype="<u4")
-    moved = (_CONTINUE[0][b & 0xFF] ^ _CONTINUE[1][(b >> 8) & 0xFF]
-             ^ _CONTINUE[2][(b >> 16) & 0xFF] ^ _CONTINUE[3][b >> 24])
+    moved = _CONTINUE_LOW.take(b & 0xFFFF) ^ _CONTINUE_HIGH.take(b >> 16)
     file_id &= 0xFFFFFFFF
     versions = np.zeros(1, dtype=np.uint32) if versions is None else np.asarray(versions, dtype=np.uint32)
     if len(versions) and (versions == versions[0]).all():  # the common case: one version
@@ -218,8 +221,8 @@ def verify(pages: np.ndarray, first_page_no: int, file_name: str, file_id: int =
         return
     expected = None if versions is None else versions[first_page_no : first_page_no + len(pages)]
     bodies = body_checksums(pages)
-    stored = pages[:, :4].copy().view("<u4").reshape(-1)
-    page_nos = pages[:, 4:8].copy().view("<u4").reshape(-1)
+    head = pages[:, :8].copy().view("<u4")  # (n, 2): the stored checksum and the page number
+    stored, page_nos = head[:, 0], head[:, 1]
     bad = np.flatnonzero(fold_many(bodies, file_id, expected) != stored)
     if len(bad):
         i = int(bad[0])
@@ -279,18 +282,24 @@ class HeapPageFormat:
     def width(self) -> int:
         return self.record_dtype.itemsize
 
-    @property
+    @cached_property
     def capacity(self) -> int:
         """Records per page: the largest c with 16 + ceil(c/8) + c*width <= page_size."""
         return heap_capacity(self.page_size, self.width)
 
-    @property
+    @cached_property
     def bitmap_bytes(self) -> int:
         return (self.capacity + 7) // 8
 
-    @property
+    @cached_property
     def records_offset(self) -> int:
         return HEADER_SIZE + self.bitmap_bytes
+
+    @cached_property
+    def raw_dtype(self) -> np.dtype:
+        """A record as ``width`` opaque bytes: gathering records of this type copies each with
+        one memcpy, where the structured type copies them field by field (several times slower)."""
+        return np.dtype((np.void, self.width))
 
     # -- vectorized packing / unpacking -------------------------------------------------------
     def pack(self, records: np.ndarray, first_page_no: int) -> np.ndarray:
@@ -340,31 +349,37 @@ class HeapPageFormat:
         two integer columns copies 8 bytes a tuple instead of 208.
         """
         cap = self.capacity
-        end = self.records_offset + cap * self.width
-        slots = pages[:, self.records_offset : end].view(self.record_dtype)  # (n, cap), no copy
-        keep = self.live_mask(pages).reshape(-1)
+        body = pages[:, self.records_offset : self.records_offset + cap * self.width]
+        slots = body.view(self.record_dtype)  # (n, cap) records, no copy: one column at a time
+        whole = body.view(self.raw_dtype)  # the same slots as opaque bytes: whole records
+        wanted = self.live_mask(pages)  # a boolean mask gathers in page / slot order
         if where is not None:
-            # only the stored tuples: the zeros of a free slot must not fail a CAST or an ABS
-            live = keep.reshape(slots.shape)
-            if NULLS in self.record_dtype.names:  # the predicate needs the null bitmap too
-                inputs = slots[live]
-            else:
-                inputs = _Columns({c: slots[c][live] for c in where.columns()}, int(keep.sum()))
-            mask = np.asarray(where.evaluate(inputs))
-            if mask.dtype != np.bool_:
-                raise SchemaError(f"the condition {where} is not true/false valued")
-            if hasattr(where, "null_mask") and (unknown := where.null_mask(inputs)) is not None:
-                mask = mask & ~unknown  # a predicate that is NULL (unknown) does not qualify a tuple
-            keep[np.flatnonzero(keep)] = mask
-        chosen = np.flatnonzero(keep)
-        wanted = keep.reshape(slots.shape)  # a boolean mask gathers in page / slot order
+            wanted = self._qualifying(slots, whole, wanted, where)
+        chosen = np.flatnonzero(wanted)
         if columns is None or NULLS in self.record_dtype.names:
-            records = slots[wanted]  # whole records: the bitmap is per record
+            records = whole[wanted].view(self.record_dtype)  # whole records: the bitmap is per record
         else:
             records = np.empty(len(chosen), dtype=[(c, self.record_dtype[c]) for c in columns])
             for c in columns:
                 records[c] = slots[c][wanted]  # one strided pass per column
         return records, chosen + first_page_no * cap
+
+    def _qualifying(self, slots: np.ndarray, whole: np.ndarray, live: np.ndarray,
+                    where: Predicate) -> np.ndarray:
+        """The slots of ``live`` whose tuple satisfies ``where`` (TRUE, not NULL), evaluated on
+        the stored tuples only: the zeros of a free slot must not fail a CAST or an ABS."""
+        if NULLS in self.record_dtype.names:  # the predicate needs the null bitmap too
+            inputs = whole[live].view(self.record_dtype)
+        else:
+            inputs = _Columns({c: slots[c][live] for c in where.columns()}, int(np.count_nonzero(live)))
+        mask = np.asarray(where.evaluate(inputs))
+        if mask.dtype != np.bool_:
+            raise SchemaError(f"the condition {where} is not true/false valued")
+        if hasattr(where, "null_mask") and (unknown := where.null_mask(inputs)) is not None:
+            mask = mask & ~unknown  # a predicate that is NULL (unknown) does not qualify a tuple
+        qualifying = np.zeros_like(live)
+        qualifying[live] = mask
+        return qualifying
 
     def set_live(self, page: np.ndarray, slots: np.ndarray, value: bool) -> None:
         """Set or clear the live bit of ``slots`` on one page and keep its count in step."""
