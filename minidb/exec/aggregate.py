@@ -62,6 +62,7 @@ from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import (
     Column,
     Schema,
+    concat_records,
     float_column,
     int_column,
     null_mask,
@@ -177,6 +178,10 @@ class HashAggregate(Operator):
         self.aggregates = aggs
         self.schema = Schema(out_columns)
         self.partial_schema = Schema(list(self.group_columns) + [s.column for s in self.states])
+        # direct addressing (``_direct_slots``): one integer group column, no state keeping text
+        self._state_dtypes = [s.column.numpy_dtype for s in states]
+        self._identities = [_identity(s) for s in states]
+        self._direct = len(self.group_columns) == 1 and all(d.kind != "S" for d in self._state_dtypes)
         self._output: Iterator[np.ndarray] | None = None
         self._temps: list[HeapFile] = []
 
@@ -246,7 +251,8 @@ class HashAggregate(Operator):
             pending_rows += len(part)
             held = 0 if table is None else len(table)
             if pending_rows + held > self.max_groups or pending_rows >= max(4096, held):
-                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+                table = self._reduce(concat_records(([table] if table is not None else []) + pending,
+                                                     self.partial_schema.dtype))
                 pending, pending_rows = [], 0
                 if len(table) > self.max_groups:
                     if level >= MAX_LEVELS:
@@ -259,7 +265,8 @@ class HashAggregate(Operator):
                     table = None
         if spill is None:
             if pending:
-                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+                table = self._reduce(concat_records(([table] if table is not None else []) + pending,
+                                                     self.partial_schema.dtype))
             if table is not None:
                 yield from self._finish(table)
             return
@@ -304,9 +311,7 @@ class HashAggregate(Operator):
         each slot, tuples in each slot)``, slots in key order; None when the batch is not grouped
         on one integer column without NULLs whose values span at most ``DIRECT_SPAN`` per tuple,
         or an aggregate keeps text (no ``ufunc.at`` for it)."""
-        if len(self.group_names) != 1 or not len(batch):
-            return None
-        if any(s.column.numpy_dtype.kind == "S" for s in self.states):
+        if not self._direct or not len(batch):
             return None
         name = self.group_names[0]
         key = batch[name]
@@ -327,12 +332,17 @@ class HashAggregate(Operator):
     def _partial_direct(self, batch: np.ndarray, slot: np.ndarray, keys: np.ndarray,
                         sizes: np.ndarray) -> np.ndarray:
         """``_partial`` by direct addressing (``_direct_slots``): each state is one ``ufunc.at``
-        of the batch's values into a table of one entry per group."""
+        of the batch's values into a table of one entry per group.
+
+        An exact integer SUM of values of at most 32 bits is summed in one int64 table and
+        split into its two words afterwards: a batch of fewer than 2**31 tuples cannot overflow
+        it, and (hi, lo) of the total is exactly what summing the words and carrying gives."""
         groups = len(keys)
         part = self.partial_schema.new_records(groups)
         part[self.group_names[0]] = keys
         arguments: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
-        for s in self.states:
+        totals: dict[int, np.ndarray] = {}  # exact sums of narrow integers, by source
+        for s, dtype, identity in zip(self.states, self._state_dtypes, self._identities, strict=True):
             if s.source is None:  # COUNT(*)
                 part[s.name] = sizes
                 continue
@@ -344,12 +354,14 @@ class HashAggregate(Operator):
                 part[s.name] = sizes if nulls is None else np.bincount(slot[~nulls], minlength=groups)
                 continue
             if nulls is not None:
-                values = np.where(nulls, _identity(s), values)
-            dtype = s.column.numpy_dtype
-            values = np.ascontiguousarray(split_word(values, s.word), dtype=dtype)
-            table = np.full(groups, _identity(s), dtype=dtype)
-            {"add": np.add, "min": np.minimum, "max": np.maximum}[s.combine].at(table, slot, values)
-            part[s.name] = table
+                values = np.where(nulls, identity, values)
+            if s.word is not None and values.dtype.itemsize <= 4:
+                if s.source not in totals:
+                    totals[s.source] = _at(np.add, np.zeros(groups, np.int64), slot, values)
+                part[s.name] = split_word(totals[s.source], s.word)
+                continue
+            table = np.full(groups, identity, dtype=dtype)
+            part[s.name] = _at(_COMBINE[s.combine], table, slot, split_word(values, s.word))
         return self._carry(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
@@ -506,6 +518,16 @@ def exact_sum(hi: np.ndarray, lo: np.ndarray, agg: _Aggregate | None = None) -> 
 def exact_sum_float(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """hi * 2**32 + lo as float64 (for AVG: never overflows)."""
     return hi.astype(np.float64) * 4294967296.0 + lo.astype(np.float64)
+
+
+_COMBINE = {"add": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _at(ufunc: np.ufunc, table: np.ndarray, slot: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``ufunc.at(table, slot, values)`` (values cast to the table's type, contiguous: numpy's
+    fast path) and the table."""
+    ufunc.at(table, slot, np.ascontiguousarray(values, dtype=table.dtype))
+    return table
 
 
 def _argument_column(arg: Expr, schema: Schema, func: str) -> Column:
