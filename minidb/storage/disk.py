@@ -15,8 +15,8 @@ Multi-page transfers (Volcano's *clusters*) are single ``preadv`` / ``pwrite`` c
 Python cost of a scan does not grow with the number of pages while the counts stay exact. Each
 file is opened once, on its first read or write, and stays open until it is dropped or the disk
 is closed (``PagedFile.close``; a file that is garbage-collected closes itself), as a database's
-file system keeps its files open: opening the file for every cluster cost more system time than
-the transfer. Opening and closing are not I/Os, so the meter does not count them.
+file system keeps its files open, instead of a path lookup, an open and a close around every
+cluster. Opening and closing are not I/Os, so the meter does not count them.
 
 File ids and page versions. Each file has a random 32-bit *id* and each of its pages a *version*,
 the number of times the page has been written (a write of pages n.. adds 1 to their versions).
