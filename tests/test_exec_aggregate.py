@@ -264,3 +264,27 @@ def test_direct_addressing_with_null_arguments(monkeypatch):
     expected = [tuple(row) for row in con.execute(sql).fetchall()]
     assert_rows_equal(answers[0][1], expected)
     assert answers[0][1][7][3] is None  # group 7: every v is NULL
+
+
+@pytest.mark.parametrize("kind, low", [("int8", -128), ("int8", 100), ("int64", 2**63 - 40),
+                                       ("int64", -(2**63)), ("int32", -(2**31))])
+def test_direct_addressing_at_the_ends_of_the_key_type(ctx, monkeypatch, kind, low):
+    """Keys at the ends of their type: the slot (key - smallest key) and the key given back
+    (slot + smallest key) must not wrap into other values."""
+    import minidb.exec.aggregate as agg
+
+    schema = Schema([int_column("k", kind), int_column("v", "int64")])
+    info = np.iinfo(schema.dtype["k"])
+    records = np.empty(3000, dtype=schema.dtype)
+    rng = np.random.default_rng(5)
+    records["k"] = np.clip(low + rng.integers(0, 40, 3000), info.min, info.max)
+    records["v"] = rng.integers(-1000, 1000, 3000)
+    aggregates = [("n", "COUNT", None), ("s", "SUM", Col("v")), ("m", "MIN", Col("v"))]
+
+    def run(span: int) -> np.ndarray:
+        monkeypatch.setattr(agg, "DIRECT_SPAN", span)
+        return HashAggregate(ctx, ArrayScan(schema, records, 1000), ["k"], aggregates, 10).collect()
+
+    direct, sorted_ = run(agg.DIRECT_SPAN), run(0)
+    assert direct.tobytes() == sorted_.tobytes()
+    assert sorted(direct["k"].tolist()) == sorted(set(records["k"].tolist()))

@@ -307,39 +307,40 @@ class HashAggregate(Operator):
         return self._reduce(part)
 
     def _direct_slots(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Group the batch by direct addressing, when it can be: ``(slot of each tuple, key of
-        each slot, tuples in each slot)``, slots in key order; None when the batch is not grouped
-        on one integer column without NULLs whose values span at most ``DIRECT_SPAN`` per tuple,
-        or an aggregate keeps text (no ``ufunc.at`` for it)."""
+        """Group the batch by direct addressing, when it can be: ``(slot of each tuple, the
+        slots in use, tuples in each slot)``, where a tuple's slot is its key minus the batch's
+        smallest key; None when the batch is not grouped on one integer column without NULLs
+        whose values span at most ``DIRECT_SPAN`` per tuple, or an aggregate keeps text (no
+        ``ufunc.at`` for it)."""
         if not self._direct or not len(batch):
             return None
         name = self.group_names[0]
         key = batch[name]
-        if key.dtype.kind not in "iu" or null_mask(batch, name) is not None:
+        if key.dtype.kind != "i" or null_mask(batch, name) is not None:
             return None
         low, high = key.min(), key.max()
         span = int(high) - int(low) + 1
         if span > DIRECT_SPAN * len(batch):
             return None
-        wide = key if key.dtype.itemsize == 8 else key.astype(np.int64)  # int16: 30000 - -30000
-        offset = (wide - wide.dtype.type(low)).astype(np.intp)  # 0 .. span - 1: no overflow
-        sizes = np.bincount(offset, minlength=span)
-        present = np.flatnonzero(sizes)
-        slot_of = np.zeros(span, dtype=np.intp)
-        slot_of[present] = np.arange(len(present))
-        return slot_of[offset], (present + low).astype(key.dtype), sizes[present]
+        slot = key.astype(np.intp)
+        slot -= np.intp(low)  # 0 .. span - 1 (exact in 64 bits: the keys are close together)
+        sizes = np.bincount(slot, minlength=span)
+        used = np.flatnonzero(sizes)
+        return slot, used, sizes[used]
 
-    def _partial_direct(self, batch: np.ndarray, slot: np.ndarray, keys: np.ndarray,
+    def _partial_direct(self, batch: np.ndarray, slot: np.ndarray, used: np.ndarray,
                         sizes: np.ndarray) -> np.ndarray:
         """``_partial`` by direct addressing (``_direct_slots``): each state is one ``ufunc.at``
-        of the batch's values into a table of one entry per group.
+        of the batch's values into a table of one entry per slot, of which the slots in use
+        (the groups, in key order) are kept.
 
         An exact integer SUM of values of at most 32 bits is summed in one int64 table and
         split into its two words afterwards: a batch of fewer than 2**31 tuples cannot overflow
         it, and (hi, lo) of the total is exactly what summing the words and carrying gives."""
-        groups = len(keys)
-        part = self.partial_schema.new_records(groups)
-        part[self.group_names[0]] = keys
+        span = int(used[-1]) + 1
+        part = self.partial_schema.new_records(len(used))
+        key = batch[self.group_names[0]]
+        part[self.group_names[0]] = used.astype(key.dtype) + key.min()  # wraps back: exact
         arguments: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         totals: dict[int, np.ndarray] = {}  # exact sums of narrow integers, by source
         for s, dtype, identity in zip(self.states, self._state_dtypes, self._identities, strict=True):
@@ -351,17 +352,17 @@ class HashAggregate(Operator):
                 arguments[s.source] = (_check_values(agg, batch), agg.argument.null_mask(batch))
             values, nulls = arguments[s.source]
             if s.counts:  # COUNT(x), and the non-NULL count of the others
-                part[s.name] = sizes if nulls is None else np.bincount(slot[~nulls], minlength=groups)
+                part[s.name] = sizes if nulls is None else np.bincount(slot[~nulls], minlength=span)[used]
                 continue
             if nulls is not None:
                 values = np.where(nulls, identity, values)
             if s.word is not None and values.dtype.itemsize <= 4:
                 if s.source not in totals:
-                    totals[s.source] = _at(np.add, np.zeros(groups, np.int64), slot, values)
+                    totals[s.source] = _at(np.add, np.zeros(span, np.int64), slot, values)[used]
                 part[s.name] = split_word(totals[s.source], s.word)
                 continue
-            table = np.full(groups, identity, dtype=dtype)
-            part[s.name] = _at(_COMBINE[s.combine], table, slot, split_word(values, s.word))
+            table = np.full(span, identity, dtype=dtype)
+            part[s.name] = _at(_COMBINE[s.combine], table, slot, split_word(values, s.word))[used]
         return self._carry(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
