@@ -33,17 +33,14 @@ def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
     return best, out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    n = args.rows
-
+def measure(n: int, repeat: int, log: Callable[[str], object] = print) -> tuple[list, list]:
+    """Time the three operations in minidb and in DuckDB (in memory and on Parquet), and the
+    full scan at 4 KB and 32 KB pages. Returns ``(rows, page_rows)``: rows of (operation,
+    minidb s, DuckDB s, DuckDB-on-Parquet s) and of (page size, minidb s, counters)."""
     t0 = time.perf_counter()
     wisc = datagen.wisconsin(n, seed=0)
     sortrec = datagen.sortrec(n, seed=0)
-    print(f"generated {n:,} Wisconsin tuples and {n:,} sort records in {time.perf_counter() - t0:.1f} s")
+    log(f"generated {n:,} Wisconsin tuples and {n:,} sort records in {time.perf_counter() - t0:.1f} s")
 
     con = duckdb.connect()
     con.execute("SET threads TO 1")
@@ -68,13 +65,13 @@ def main() -> None:
         t0 = time.perf_counter()
         db.create_table("wisc", wisc)
         db.create_table("sortrec", sortrec)
-        print(f"loaded both relations into minidb in {time.perf_counter() - t0:.1f} s\n")
+        log(f"loaded both relations into minidb in {time.perf_counter() - t0:.1f} s\n")
         for label, sql in queries.items():
-            t_mini, res = best_of(args.repeat, lambda sql=sql: db.sql(sql).to_arrow())
-            t_duck, ref = best_of(args.repeat, lambda sql=sql: con.sql(sql).to_arrow_table())
+            t_mini, res = best_of(repeat, lambda sql=sql: db.sql(sql).to_arrow())
+            t_duck, ref = best_of(repeat, lambda sql=sql: con.sql(sql).to_arrow_table())
             on_parquet = sql.replace("FROM wisc", f"FROM '{parquet_dir.name}/wisc.parquet'").replace(
                 "FROM sortrec", f"FROM '{parquet_dir.name}/sortrec.parquet'")
-            t_parq, ref2 = best_of(args.repeat, lambda q=on_parquet: con.sql(q).to_arrow_table())
+            t_parq, ref2 = best_of(repeat, lambda q=on_parquet: con.sql(q).to_arrow_table())
             assert res.num_rows == ref.num_rows == ref2.num_rows, (label, res.num_rows, ref.num_rows)
             rows.append((label, t_mini, t_duck, t_parq))
 
@@ -83,9 +80,13 @@ def main() -> None:
     for page_size in (4096, 32768):
         with minidb.connect(page_size=page_size, buffer_pages=max(64, 4 * 1024 * 1024 // page_size)) as db:
             db.create_table("wisc", wisc)
-            t, res = best_of(args.repeat, lambda: db.sql(scan))
+            t, res = best_of(repeat, lambda: db.sql(scan))
             page_rows.append((page_size, t, res.counters))
+    parquet_dir.cleanup()
+    return rows, page_rows
 
+
+def print_tables(rows: list, page_rows: list) -> None:
     print(f"{'operation':<28}{'minidb s':>10}{'duckdb s':>10}{'ratio':>8}"
           f"{'duckdb/parquet s':>18}{'ratio':>8}")
     for label, t_mini, t_duck, t_parq in rows:
@@ -97,7 +98,14 @@ def main() -> None:
         pages = counters.get("pages_read_seq", 0) + counters.get("pages_read_random", 0)
         print(f"{page_size:<28}{t:>10.3f}{pages:>12,}")
     print(f"4 KB / 32 KB wall-time ratio: {page_rows[0][1] / page_rows[1][1]:.2f}")
-    parquet_dir.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print_tables(*measure(args.rows, args.repeat))
 
 
 if __name__ == "__main__":

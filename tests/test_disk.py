@@ -211,3 +211,33 @@ def test_short_writes_and_reads_are_completed(disk, monkeypatch):
     assert f.path.stat().st_size == 5 * disk.page_size
     pages = f.read_pages(0, 5)  # checksums verify, so every byte arrived
     assert pages.shape == (5, disk.page_size)
+
+
+def _open_descriptors() -> set[str]:
+    from pathlib import Path
+
+    fds = Path("/proc/self/fd")
+    if not fds.exists():
+        pytest.skip("needs /proc/self/fd")
+    return {str(p.resolve()) for p in fds.iterdir() if p.exists()}
+
+
+def test_files_stay_open_and_close_on_drop_and_on_close(tmp_path):
+    """A page file is opened once and kept open for its reads and writes; dropping it, or
+    closing the disk, closes it (and a read after close opens it again)."""
+    disk = Disk(tmp_path / "d", PAGE)
+    before = _open_descriptors()
+    f, _ = make_file(disk, "kept", 6)
+    g, _ = make_file(disk, "dropped", 3)
+    for first in range(6):
+        f.read_pages(first, 1)
+    g.read_pages(0, 3)
+    opened = _open_descriptors() - before
+    assert opened == {str(f.path.resolve()), str(g.path.resolve())}  # one descriptor each
+    disk.drop(g)
+    assert _open_descriptors() - before == {str(f.path.resolve())}
+    disk.close()
+    assert _open_descriptors() - before == set()
+    assert f.read_pages(2, 2).shape == (2, PAGE)  # opened again on demand
+    f.close()
+    assert _open_descriptors() - before == set()

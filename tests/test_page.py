@@ -150,3 +150,44 @@ def test_checksum_catches_a_flipped_byte():
     pages[1, 700] ^= 0x01
     with pytest.raises(CorruptPageError, match=r"page 4 of emp is corrupt"):
         pg.verify(pages, 3, "emp")
+
+
+def test_the_checksum_is_zlibs_crc32_folded_with_file_id_and_version():
+    """Whichever CRC-32 implementation is installed (zlib, or ISA-L's), a sealed page stores
+    zlib's CRC-32 of its body continued over (file id, version): the on-disk format."""
+    import struct
+    import zlib
+
+    fmt = HeapPageFormat(4096, WISCONSIN)
+    pages = fmt.pack(random_records(WISCONSIN, 60, 5), 0)
+    versions = np.array([1, 7, 7, 2**32 - 1], dtype=np.uint32)
+    pg.seal(pages, 0xDEADBEEF, versions)
+    for page, v in zip(pages, versions.tolist(), strict=True):
+        body = zlib.crc32(page[4:].tobytes())
+        want = zlib.crc32(struct.pack("<II", 0xDEADBEEF, v), body)
+        assert int(page[:4].view("<u4")[0]) == want == pg.fold(body, 0xDEADBEEF, v)
+    pg.verify(pages, 0, "t", 0xDEADBEEF, versions)
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=40),
+       st.integers(0, 2**32 - 1), st.integers(0, 3))
+@settings(max_examples=60, deadline=None)
+def test_fold_many_is_fold_of_each_page(bodies, file_id, spread):
+    """The table-driven fold of a cluster equals the one-CRC-call-per-page fold."""
+    bodies = np.array(bodies, dtype=np.uint32)
+    versions = (np.arange(len(bodies)) * spread % 5).astype(np.uint32)
+    want = [pg.fold(b, file_id, v) for b, v in zip(bodies.tolist(), versions.tolist(), strict=True)]
+    assert pg.fold_many(bodies, file_id, versions).tolist() == want
+    assert pg.fold_many(bodies, file_id, None).tolist() == [pg.fold(b, file_id, 0) for b in bodies.tolist()]
+
+
+def test_checksums_follow_a_reused_buffer():
+    """The page bodies of the last array are sliced once and reused (a scan reads every cluster
+    into one buffer): the checksums are still those of the bytes in it now."""
+    fmt = HeapPageFormat(4096, WISCONSIN)
+    buffer = fmt.pack(random_records(WISCONSIN, 19 * 8, 6), 0)
+    first = pg.body_checksums(buffer[:8])
+    buffer[3, 2000] ^= 0xFF
+    second = pg.body_checksums(buffer[:8])
+    assert (first != second).tolist() == [i == 3 for i in range(8)]
+    assert pg.body_checksums(buffer[:5]).tolist() == second[:5].tolist()

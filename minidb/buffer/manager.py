@@ -149,11 +149,13 @@ class BufferManager:
         return page_no, self.frames[frame]
 
     # -- clusters -----------------------------------------------------------------------------
-    def read_run(self, f: PagedFile, first: int, n: int, keep: bool = False) -> np.ndarray:
-        """Copies of pages ``first .. first+n-1`` of ``f``, shape ``(n, page_size)``."""
+    def read_run(self, f: PagedFile, first: int, n: int, keep: bool = False,
+                 out: np.ndarray | None = None) -> np.ndarray:
+        """Copies of pages ``first .. first+n-1`` of ``f``, shape ``(n, page_size)``; in the
+        first ``n`` pages of ``out`` when given (a buffer the caller reuses for every cluster)."""
         self.counters.lock_acquisitions += 1
+        out = np.empty((n, self.page_size), dtype=np.uint8) if out is None else out[:n]
         if keep:
-            out = np.empty((n, self.page_size), dtype=np.uint8)
             for i in range(n):
                 self.counters.lock_acquisitions -= 2  # fix + unfix below are part of this call
                 out[i] = self.fix(f, first + i)
@@ -166,8 +168,7 @@ class BufferManager:
         self.counters.misses += n - hits
         if hits == 0:
             self.counters.reads += n
-            return f.read_pages(first, n)
-        out = np.empty((n, self.page_size), dtype=np.uint8)
+            return f.read_pages(first, n, out)
         out[resident] = self.frames[where[resident]]
         for frame in where[resident]:
             self.policy.page_hit(int(frame))

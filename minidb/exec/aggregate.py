@@ -25,10 +25,17 @@ Grace-style hash algorithm). Because all partials of a group land in the same pa
 group is finished inside one partition. Counters: ``groups``, ``max_groups``, ``spills``,
 ``spill_partitions``, ``spill_pages_written``, ``spill_pages_read``.
 
-Simplifications: numpy has no vectorized hash table, so groups are found by sorting each batch
-(or set of partials) on the group columns and cutting it where the key changes; hashing is used
-where Gamma uses it to split the data, not to probe. Results of a table that fit in memory come
-out in group-key order, which SQL does not promise.
+Finding the groups of a batch. numpy has no vectorized hash table. When the batch is grouped on
+one integer column whose values span a small range (at most ``DIRECT_SPAN`` times the batch's
+length), the key itself is the address of the group's slot: ``key - min`` indexes a dense table,
+and each partial is one unbuffered ``ufunc.at`` (``np.add.at``, ``np.minimum.at``) over the batch
+into that table, about a nanosecond a tuple (the textbook's hash table with the identity as its
+hash function). Otherwise groups are found by sorting the batch on the group columns and cutting
+it where the key changes (``ufunc.reduceat``). Both give the same partial tuples, one per group
+in key order, so the group table, its counters and its spills do not depend on which was used.
+Partials are always merged by sorting (they are few). Hashing is used where Gamma uses it to
+split the data, not to probe. Results of a table that fit in memory come out in group-key order,
+which SQL does not promise.
 
 NULLs, as in SQL: MIN, MAX, SUM and AVG skip NULL arguments and are NULL over a group with no
 non-NULL value (each keeps a count of the non-NULL values it saw; a NULL argument enters the
@@ -55,6 +62,7 @@ from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import (
     Column,
     Schema,
+    concat_records,
     float_column,
     int_column,
     null_mask,
@@ -71,6 +79,8 @@ MIN_PAGES = 3
 ENTRY_OVERHEAD = 16  # bytes of hash-table bookkeeping per group (bucket pointer and hash value)
 MAX_FANOUT = 32
 MAX_LEVELS = 12
+#: a batch is grouped by direct addressing when its key spans at most this many values per tuple
+DIRECT_SPAN = 4
 
 @dataclass(frozen=True)
 class _State:
@@ -168,6 +178,10 @@ class HashAggregate(Operator):
         self.aggregates = aggs
         self.schema = Schema(out_columns)
         self.partial_schema = Schema(list(self.group_columns) + [s.column for s in self.states])
+        # direct addressing (``_direct_slots``): one integer group column, no state keeping text
+        self._state_dtypes = [s.column.numpy_dtype for s in states]
+        self._identities = [_identity(s) for s in states]
+        self._direct = len(self.group_columns) == 1 and all(d.kind != "S" for d in self._state_dtypes)
         self._output: Iterator[np.ndarray] | None = None
         self._temps: list[HeapFile] = []
 
@@ -237,7 +251,8 @@ class HashAggregate(Operator):
             pending_rows += len(part)
             held = 0 if table is None else len(table)
             if pending_rows + held > self.max_groups or pending_rows >= max(4096, held):
-                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+                table = self._reduce(concat_records(([table] if table is not None else []) + pending,
+                                                     self.partial_schema.dtype))
                 pending, pending_rows = [], 0
                 if len(table) > self.max_groups:
                     if level >= MAX_LEVELS:
@@ -250,7 +265,8 @@ class HashAggregate(Operator):
                     table = None
         if spill is None:
             if pending:
-                table = self._reduce(np.concatenate(([table] if table is not None else []) + pending))
+                table = self._reduce(concat_records(([table] if table is not None else []) + pending,
+                                                     self.partial_schema.dtype))
             if table is not None:
                 yield from self._finish(table)
             return
@@ -267,6 +283,8 @@ class HashAggregate(Operator):
     # -- partial aggregation -----------------------------------------------------------------------
     def _partial(self, batch: np.ndarray) -> np.ndarray:
         """One batch of input turned into one partial tuple per group in the batch."""
+        if (slots := self._direct_slots(batch)) is not None:
+            return self._partial_direct(batch, *slots)
         part = self.partial_schema.new_records(len(batch))
         for name in self.group_names:
             part[name] = batch[name]
@@ -287,6 +305,65 @@ class HashAggregate(Operator):
                 values = np.where(nulls, _identity(s), values)
             part[s.name] = split_word(values, s.word)
         return self._reduce(part)
+
+    def _direct_slots(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Group the batch by direct addressing, when it can be: ``(slot of each tuple, the
+        slots in use, tuples in each slot)``, where a tuple's slot is its key minus the batch's
+        smallest key; None when the batch is not grouped on one integer column without NULLs
+        whose values span at most ``DIRECT_SPAN`` per tuple, or an aggregate keeps text (no
+        ``ufunc.at`` for it)."""
+        if not self._direct or not len(batch):
+            return None
+        name = self.group_names[0]
+        key = batch[name]
+        if key.dtype.kind != "i" or null_mask(batch, name) is not None:
+            return None
+        low, high = key.min(), key.max()
+        span = int(high) - int(low) + 1
+        if span > DIRECT_SPAN * len(batch):
+            return None
+        slot = key.astype(np.intp)
+        slot -= np.intp(low)  # 0 .. span - 1 (exact in 64 bits: the keys are close together)
+        sizes = np.bincount(slot, minlength=span)
+        used = np.flatnonzero(sizes)
+        return slot, used, sizes[used]
+
+    def _partial_direct(self, batch: np.ndarray, slot: np.ndarray, used: np.ndarray,
+                        sizes: np.ndarray) -> np.ndarray:
+        """``_partial`` by direct addressing (``_direct_slots``): each state is one ``ufunc.at``
+        of the batch's values into a table of one entry per slot, of which the slots in use
+        (the groups, in key order) are kept.
+
+        An exact integer SUM of values of at most 32 bits is summed in one int64 table and
+        split into its two words afterwards: a batch of fewer than 2**31 tuples cannot overflow
+        it, and (hi, lo) of the total is exactly what summing the words and carrying gives."""
+        span = int(used[-1]) + 1
+        part = self.partial_schema.new_records(len(used))
+        key = batch[self.group_names[0]]
+        part[self.group_names[0]] = used.astype(key.dtype) + key.min()  # wraps back: exact
+        arguments: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        totals: dict[int, np.ndarray] = {}  # exact sums of narrow integers, by source
+        for s, dtype, identity in zip(self.states, self._state_dtypes, self._identities, strict=True):
+            if s.source is None:  # COUNT(*)
+                part[s.name] = sizes
+                continue
+            if s.source not in arguments:
+                agg = self.aggregates[s.source]
+                arguments[s.source] = (_check_values(agg, batch), agg.argument.null_mask(batch))
+            values, nulls = arguments[s.source]
+            if s.counts:  # COUNT(x), and the non-NULL count of the others
+                part[s.name] = sizes if nulls is None else np.bincount(slot[~nulls], minlength=span)[used]
+                continue
+            if nulls is not None:
+                values = np.where(nulls, identity, values)
+            if s.word is not None and values.dtype.itemsize <= 4:
+                if s.source not in totals:
+                    totals[s.source] = _at(np.add, np.zeros(span, np.int64), slot, values)[used]
+                part[s.name] = split_word(totals[s.source], s.word)
+                continue
+            table = np.full(span, identity, dtype=dtype)
+            part[s.name] = _at(_COMBINE[s.combine], table, slot, split_word(values, s.word))[used]
+        return self._carry(part)
 
     def _reduce(self, part: np.ndarray) -> np.ndarray:
         """Merge partial tuples of the same group (sort on the group key, cut where it changes)."""
@@ -442,6 +519,16 @@ def exact_sum(hi: np.ndarray, lo: np.ndarray, agg: _Aggregate | None = None) -> 
 def exact_sum_float(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """hi * 2**32 + lo as float64 (for AVG: never overflows)."""
     return hi.astype(np.float64) * 4294967296.0 + lo.astype(np.float64)
+
+
+_COMBINE = {"add": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _at(ufunc: np.ufunc, table: np.ndarray, slot: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``ufunc.at(table, slot, values)`` (values cast to the table's type, contiguous: numpy's
+    fast path) and the table."""
+    ufunc.at(table, slot, np.ascontiguousarray(values, dtype=table.dtype))
+    return table
 
 
 def _argument_column(arg: Expr, schema: Schema, func: str) -> Column:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, fields
+from functools import cache
 
 import numpy as np
 
@@ -38,8 +39,8 @@ class Expr:
     def children(self) -> list[Expr]:
         """The sub-expressions of this node: its dataclass fields that are ``Expr`` (or tuples)."""
         out: list[Expr] = []
-        for f in fields(self) if hasattr(self, "__dataclass_fields__") else ():
-            value = getattr(self, f.name)
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
             if isinstance(value, Expr):
                 out.append(value)
             elif isinstance(value, tuple):
@@ -65,6 +66,13 @@ class Expr:
         """The layout of this expression's values when stored as column ``name`` (its
         ``nullable`` says whether a value can be NULL; ``Project`` also asks ``nullable``)."""
         raise NotImplementedError
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The dataclass fields of an expression class (worked out once per class: a scan asks for
+    its predicate's columns and NULLs once per cluster)."""
+    return tuple(f.name for f in fields(cls)) if hasattr(cls, "__dataclass_fields__") else ()
 
 
 def any_null(masks: list[np.ndarray | None], rows: int) -> np.ndarray | None:

@@ -30,7 +30,7 @@ from minidb.buffer.manager import BufferManager
 from minidb.errors import MemoryBudgetError, MinidbError
 from minidb.storage.disk import Disk
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, concat_records
 
 #: tuples per batch produced by operators that build their own batches (sort output, joins)
 BATCH_ROWS = 16384
@@ -137,8 +137,7 @@ class Operator:
 
     def collect(self) -> np.ndarray:
         """Run to completion and return all output tuples as one array."""
-        parts = list(self)
-        return np.concatenate(parts) if parts else np.empty(0, dtype=self.schema.dtype)
+        return concat_records(list(self), self.schema.dtype)
 
     # -- hooks for subclasses -----------------------------------------------------------------
     def _open(self) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from minidb.buffer.manager import BufferManager
 from minidb.storage.disk import PagedFile
 from minidb.storage.page import HeapPageFormat, Predicate
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, concat_records
 
 #: bytes moved per disk transfer by a scan; the same for every page size, so a 4 KB page costs
 #: no more Python work than a 32 KB one. Volcano's tuned runs used 32 KB clusters; a megabyte
@@ -130,9 +130,11 @@ class HeapFile:
             keep = self.num_pages <= self.buffer.num_frames // 2
         step = self.cluster_pages()
         projected = None if columns is None or not self.schema.has_nulls else self.schema.project(columns)
+        # one cluster buffer for the whole scan: unpack copies the records out of it
+        cluster = np.empty((min(step, max(0, last_page + 1 - first_page)), self.file.page_size), dtype=np.uint8)
         for first in range(first_page, last_page + 1, step):
             n = min(step, last_page + 1 - first)
-            pages = self.buffer.read_run(self.file, first, n, keep=keep)
+            pages = self.buffer.read_run(self.file, first, n, keep=keep, out=cluster)
             records, rids = self.format.unpack(pages, first, where, columns)
             yield (records if projected is None else projected.gather(records)), rids
 
@@ -167,8 +169,7 @@ class HeapFile:
 
     def read_all(self) -> np.ndarray:
         """Every live record (a convenience for tests and small relations)."""
-        parts = [records for records, _ in self.scan()]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=self.schema.dtype)
+        return concat_records([records for records, _ in self.scan()], self.schema.dtype)
 
 
 def _by_page(sorted_rids: np.ndarray, capacity: int) -> Iterator[tuple[int, np.ndarray]]:

@@ -306,6 +306,19 @@ def set_null_mask(batch: np.ndarray, column: str, mask: np.ndarray | None) -> No
         batch[column][mask] = np.zeros(1, dtype=batch.dtype[column])[0]
 
 
+def concat_records(parts: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """``np.concatenate(parts)`` for batches of records that all have layout ``dtype``, copied as
+    raw bytes: numpy's own concatenate first works out a common structured type field by field,
+    part after part, which costs more than copying a small batch (a 1% scan of a million tuples
+    returns 200 batches of 50). Parts of any other layout go through ``np.concatenate``."""
+    if not parts:
+        return np.empty(0, dtype=dtype)
+    if not all(p.dtype == dtype and p.ndim == 1 for p in parts):
+        return np.concatenate(parts)
+    raw = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([np.ascontiguousarray(p).view(raw) for p in parts]).view(dtype)
+
+
 def glue_records(parts: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """Row i of every part side by side, as records of ``dtype`` (the parts' columns in order).
 

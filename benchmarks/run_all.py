@@ -1,0 +1,80 @@
+"""Run the minidb / DuckDB benchmarks and print one table of ratios, with the environment.
+
+Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3]
+
+The measurements are those of ``bench_vs_duckdb.py`` (minidb on one node against DuckDB on one
+thread, best of ``repeat`` runs each); this script only adds what a reader needs to compare two
+runs: the Python, numpy, pyarrow and DuckDB versions, the CRC-32 implementation the page checksums
+use (zlib's, or ISA-L's when the optional ``isal`` package is installed), the processor and the
+cores this process may use. Wall times on a shared machine vary from run to run; compare ratios
+measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_vs_duckdb import measure  # noqa: E402
+
+from minidb.storage import page  # noqa: E402
+
+
+def environment() -> dict[str, str]:
+    """What the timings depend on, one line each."""
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pyarrow": pa.__version__,
+        "duckdb": duckdb.__version__,
+        "page checksum crc32": page.crc32.__module__,
+        "processor": _processor(),
+        "cores usable / online": f"{len(os.sched_getaffinity(0))} / {os.cpu_count()}",
+        "load average (1 min)": f"{os.getloadavg()[0]:.1f}",
+    }
+
+
+def _processor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    env = environment()
+    rows, page_rows = measure(args.rows, args.repeat, log=lambda line: print(line, file=sys.stderr))
+    env["load average (1 min), after"] = f"{os.getloadavg()[0]:.1f}"
+    width = max(map(len, env))
+    for key, value in env.items():
+        print(f"{key:<{width}}  {value}")
+    print(f"{'rows':<{width}}  {args.rows:,} (best of {args.repeat})")
+    print()
+    print(f"{'operation':<28}{'minidb s':>10}{'duckdb s':>10}{'ratio':>8}"
+          f"{'duckdb/parquet s':>18}{'ratio':>8}")
+    for label, t_mini, t_duck, t_parq in rows:
+        print(f"{label:<28}{t_mini:>10.3f}{t_duck:>10.3f}{t_mini / t_duck:>7.1f}x"
+              f"{t_parq:>18.3f}{t_mini / t_parq:>7.1f}x")
+    (_, t4, c4), (_, t32, c32) = page_rows
+    print(f"{'full scan 4 KB / 32 KB pages':<28}{t4:>10.3f}{t32:>10.3f}{t4 / t32:>7.1f}x"
+          f"   ({c4['pages_read']:,} / {c32['pages_read']:,} pages read)")
+
+
+if __name__ == "__main__":
+    main()

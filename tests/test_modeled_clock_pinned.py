@@ -1,0 +1,49 @@
+"""The modeled clock does not move when the engine gets faster (issue 17).
+
+``modeled_clock_cases.measure()`` runs representative statements (one node and an inline
+cluster) and experiments and returns every counter and modeled time; they must equal what the
+code gave before the scan path was optimized (``tests/data/modeled_clock_pinned.json``). The
+result tuples are compared too (by a digest), so a faster path must also give the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from modeled_clock_cases import measure
+
+PINNED = Path(__file__).parent / "data" / "modeled_clock_pinned.json"
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict:
+    return measure()
+
+
+@pytest.fixture(scope="module")
+def pinned() -> dict:
+    return json.loads(PINNED.read_text())
+
+
+@pytest.mark.parametrize("section", ["single_node", "parallel"])
+def test_statement_counters_are_the_pinned_ones(measured, pinned, section):
+    assert len(measured[section]) == len(pinned[section])
+    for got, want in zip(measured[section], pinned[section], strict=True):
+        assert got["sql"] == want["sql"]
+        assert got["rows"] == want["rows"], got["sql"]
+        assert got["digest"] == want["digest"], f"different result tuples: {got['sql']}"
+        assert got["counters"] == want["counters"], got["sql"]
+        if "modeled_s" in want:
+            assert got["modeled_s"] == pytest.approx(want["modeled_s"], rel=1e-12), got["sql"]
+
+
+def test_experiment_modeled_values_are_the_pinned_ones(measured, pinned):
+    got = {(r["experiment"], r["row"], r["column"], r["metric"]): r["value"]
+           for r in measured["experiments"]}
+    want = {(r["experiment"], r["row"], r["column"], r["metric"]): r["value"]
+            for r in pinned["experiments"]}
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-12), key
