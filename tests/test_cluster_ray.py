@@ -69,3 +69,45 @@ def test_nodes_spread_over_a_ray_cluster():
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
     assert "PLACED 2" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+# -- one pool of node actors, reused across the machines of an experiment (issue 17) -----------
+POOL_MACHINES = [(4, 4096), (2, 8192), (4, 4096)]  # (nodes, page size): the last reuses actors
+
+
+def _measure_machine(nodes: int, page_size: int, relation) -> tuple:
+    """Load ``relation`` on a Ray machine, run a few cold statements; what they gave and did,
+    and the process id of each node's actor."""
+    from minidb.experiments.machines import build, measure
+
+    with build(nodes, "gamma", page_size, backend="ray", buffer_pages=64) as db:
+        pids = [db.backend.call(i, "ping")["pid"] for i in range(nodes)]
+        db.create_table("a", relation, partition="hash(unique1)")
+        db.create_index("a", "unique2")
+        out = []
+        for statement, drop in [
+                ("SELECT * FROM a WHERE unique2 BETWEEN 0 AND 199", None),
+                ("SELECT onePercent, MIN(unique3) FROM a GROUP BY onePercent", None),
+                ("CREATE TABLE r AS SELECT * FROM a WHERE unique1 < 2000", "r")]:
+            m = measure(db, statement, drop)
+            out.append((m.rows, m.modeled_s, m.counters, m.bottleneck, m.access_paths))
+        rows = sorted(db.sql("SELECT unique1, unique2 FROM a WHERE unique2 < 50").to_pylist())
+    return out, rows, pids
+
+
+def test_a_reused_node_pool_gives_what_a_fresh_start_gives(ray_session, wisconsin_pair):
+    """Machines built inside ``node_pool`` reuse the actors of the machines closed before them
+    (renewed in between); their rows, counters and modeled times are a fresh start's."""
+    from minidb.cluster.backends import node_pool
+
+    relation = wisconsin_pair[0]
+    fresh = [_measure_machine(n, size, relation) for n, size in POOL_MACHINES]
+    with node_pool("test") as pool:
+        pooled = [_measure_machine(n, size, relation) for n, size in POOL_MACHINES]
+        assert len(pool) == 4  # node slots 0-3, kept for a next machine
+    for (want, want_rows, _), (got, got_rows, _) in zip(fresh, pooled, strict=True):
+        assert got == want
+        assert got_rows == want_rows
+    first, second, third = (pids for _, _, pids in pooled)
+    assert second == first[:2] and third == first  # the same actor processes, renewed
+    assert set(fresh[0][2]).isdisjoint(first)  # outside the pool every machine starts anew
