@@ -111,3 +111,56 @@ def test_a_reused_node_pool_gives_what_a_fresh_start_gives(ray_session, wisconsi
     first, second, third = (pids for _, _, pids in pooled)
     assert second == first[:2] and third == first  # the same actor processes, renewed
     assert set(fresh[0][2]).isdisjoint(first)  # outside the pool every machine starts anew
+
+
+def test_start_timeouts_grow_with_actors_and_load_to_a_bound(monkeypatch):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "machine_load", lambda: (0.5, 2))  # idle, 2 cores
+    assert backends.start_timeout(0) == backends.start_timeout(2) == backends.START_TIMEOUT_S
+    assert backends.start_timeout(8) == 4 * backends.START_TIMEOUT_S  # 4 rounds of 2
+    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))  # 3x busier than idle
+    assert backends.start_timeout(2) == 3 * backends.START_TIMEOUT_S
+    assert backends.start_timeout(40) == backends.START_LIMIT_S  # generous, but a bound
+
+
+def test_a_failed_start_is_retried_once_then_names_experiment_and_node(ray_session,
+                                                                       monkeypatch, caplog):
+    from minidb.cluster import backends
+    from minidb.cluster.backends import node_pool
+
+    original, tries = backends.RayBackend._await_start, []
+
+    def fails_first(self, calls, timeout):
+        tries.append(len(calls))
+        if len(tries) == 1:
+            raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
+        return original(self, calls, timeout)
+
+    monkeypatch.setattr(backends.RayBackend, "_await_start", fails_first)
+    with node_pool("gamma.example"), caplog.at_level("WARNING", logger="minidb.cluster"):
+        with minidb.connect(nodes=2, backend="ray") as db:
+            db.create_table("a", "wisconsin:200", partition="hash(unique1)")
+            assert db.sql("SELECT COUNT(*) FROM a").to_pylist() == [(200,)]
+    assert tries == [2, 2]
+    assert "experiment gamma.example: node 1 did not start within 9 s; retrying once" \
+        in caplog.text
+
+    def always_fails(self, calls, timeout):
+        raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
+
+    monkeypatch.setattr(backends.RayBackend, "_await_start", always_fails)
+    with node_pool("gamma.example"), pytest.raises(MinidbError) as err:
+        minidb.connect(nodes=2, backend="ray")
+    assert str(err.value) == ("experiment gamma.example: node 1 did not start within 9 s; it "
+                              "failed again when retried")
+
+
+def test_a_long_start_says_which_nodes_are_still_starting(ray_session, monkeypatch, caplog):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "START_NOTE_EVERY_S", 0.01)  # new actors take longer
+    with caplog.at_level("WARNING", logger="minidb.cluster"):
+        with minidb.connect(nodes=2, backend="ray"):
+            pass
+    assert "still starting Ray nodes 0, 1 of 2 after" in caplog.text

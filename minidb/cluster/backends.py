@@ -64,6 +64,9 @@ START_LIMIT_S = 900.0
 START_NOTE_EVERY_S = 30.0
 #: seconds Ray waits for its GCS server on an idle machine (Ray's default, 30 s)
 GCS_WAIT_S = 30
+#: pooled actors serve machines of up to this many nodes (Teradata's 20 AMPs, the largest
+#: machine the experiments build): machines of every size then reuse the same actors
+POOL_NODES = 20
 #: after a first failure, seconds to wait for the other answers of the phase, to find a dead node
 GRACE_S = 1.0
 
@@ -193,7 +196,7 @@ def node_pool(purpose: str = "") -> Iterator[NodePool]:
     actors at its end."""
     global _pool
     outer = _pool
-    pool = outer or NodePool()
+    pool = outer if outer is not None else NodePool()
     before, pool.purpose = pool.purpose, purpose or pool.purpose
     _pool = pool
     try:
@@ -235,8 +238,8 @@ class RayBackend:
         self.pool = _pool
         # calls a node must serve at once: its own operators and its peers' split tables
         self.concurrency = num_nodes * WINDOW + 6
-        if self.pool is not None:  # as wide as the pool's widest, so later machines reuse it
-            self.concurrency = max(self.concurrency, self.pool.widest)
+        if self.pool is not None:  # wide enough that machines of other sizes reuse it
+            self.concurrency = max(self.concurrency, POOL_NODES * WINDOW + 6, self.pool.widest)
         self.serves = [self.concurrency] * num_nodes  # what each actor serves (a pooled one more)
         self.where = self._placements(num_nodes, address)
         self.healthy = True  # False once a phase failed: its actors are not pooled again
@@ -271,9 +274,10 @@ class RayBackend:
     def _start(self, node_kwargs: list[dict]) -> list:
         """Start (or take from the pool) one actor per node and connect them; a failed start
         is retried once, with new actors, before its error is raised."""
-        what = f"experiment {self.pool.purpose}: " if self.pool and self.pool.purpose else ""
+        pool = self.pool
+        what = f"experiment {pool.purpose}: " if pool is not None and pool.purpose else ""
         for attempt in (1, 2):
-            reused = [self.pool.lend(i, self.where[i], self.concurrency) if self.pool else None
+            reused = [pool.lend(i, self.where[i], self.concurrency) if pool is not None else None
                       for i in range(len(node_kwargs))]
             actors = [r[0] if r is not None else self._new_actor(i, kw)
                       for i, (r, kw) in enumerate(zip(reused, node_kwargs, strict=True))]
