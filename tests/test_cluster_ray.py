@@ -124,6 +124,22 @@ def test_start_timeouts_grow_with_actors_and_load_to_a_bound(monkeypatch):
     assert backends.start_timeout(40) == backends.START_LIMIT_S  # generous, but a bound
 
 
+def test_rays_wait_for_its_gcs_server_grows_with_load_unless_the_user_set_it(monkeypatch):
+    import os
+
+    from minidb.cluster import backends
+
+    name = "RAY_gcs_server_port_wait_time_s"
+    monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))
+    with backends.gcs_wait():
+        assert os.environ[name] == "90"  # Ray's 30 s, x3 for a machine 3x busier than idle
+    assert name not in os.environ
+    monkeypatch.setenv(name, "0")
+    with backends.gcs_wait():
+        assert os.environ[name] == "0"
+
+
 def test_a_failed_start_is_retried_once_then_names_experiment_and_node(ray_session,
                                                                        monkeypatch, caplog):
     from minidb.cluster import backends
