@@ -193,11 +193,10 @@ class Node:
     def receive(self, exchange_id: str, producer: int, item, packets: int) -> None:
         """A message from node ``producer``'s split table (called by other nodes)."""
         self.inbox.put(exchange_id, producer, item, self.timeout)
+        batch = item[3] if isinstance(item, tuple) else item  # end of stream: maybe tuples
         with self._lock:
-            if isinstance(item, tuple):  # end of stream, with the last packets' count
-                packets = item[2]
-            elif producer != self.node_id:
-                self._work["bytes_received"] += item.nbytes
+            if batch is not None and producer != self.node_id:
+                self._work["bytes_received"] += batch.nbytes
             if producer != self.node_id:
                 self._work["packets_received"] += packets
             self._work["packets_delivered"] += packets
