@@ -147,11 +147,11 @@ def test_a_failed_start_is_retried_once_then_names_experiment_and_node(ray_sessi
 
     original, tries = backends.RayBackend._await_start, []
 
-    def fails_first(self, calls, timeout):
+    def fails_first(self, calls, timeout, what=""):
         tries.append(len(calls))
         if len(tries) == 1:
             raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
-        return original(self, calls, timeout)
+        return original(self, calls, timeout, what)
 
     monkeypatch.setattr(backends.RayBackend, "_await_start", fails_first)
     with node_pool("gamma.example"), caplog.at_level("WARNING", logger="minidb.cluster"):
@@ -162,7 +162,7 @@ def test_a_failed_start_is_retried_once_then_names_experiment_and_node(ray_sessi
     assert "experiment gamma.example: node 1 did not start within 9 s; retrying once" \
         in caplog.text
 
-    def always_fails(self, calls, timeout):
+    def always_fails(self, calls, timeout, what=""):
         raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
 
     monkeypatch.setattr(backends.RayBackend, "_await_start", always_fails)
@@ -180,3 +180,16 @@ def test_a_long_start_says_which_nodes_are_still_starting(ray_session, monkeypat
         with minidb.connect(nodes=2, backend="ray"):
             pass
     assert "still starting Ray nodes 0, 1 of 2 after" in caplog.text
+
+
+def test_nodes_that_do_not_start_in_time_are_one_line_that_explains_the_bound(ray_session,
+                                                                              monkeypatch):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "start_timeout", lambda new: 0.0)  # no actor starts that fast
+    with pytest.raises(MinidbError) as err:
+        minidb.connect(nodes=2, backend="ray", timeout=0.001)
+    message = str(err.value)
+    assert message.startswith("node 0 did not start within 0 s (2 of 2 nodes still starting; "
+                              "the time allowed grows with the nodes to start")
+    assert message.endswith("; it failed again when retried") and "\n" not in message

@@ -287,7 +287,7 @@ class RayBackend:
             new = sum(r is None for r in reused)
             try:
                 self.actors = actors
-                self._await_start(calls, max(self.timeout, start_timeout(new)))
+                self._await_start(calls, max(self.timeout, start_timeout(new)), what)
                 return actors
             except _StartFailed as failed:
                 for actor in actors:
@@ -299,9 +299,11 @@ class RayBackend:
                 log.warning("%s%s; retrying once with new actors", what, failed.error)
         raise AssertionError("unreachable")
 
-    def _await_start(self, calls: list[tuple[int, str, tuple]], timeout: float) -> None:
+    def _await_start(self, calls: list[tuple[int, str, tuple]], timeout: float,
+                     what: str = "") -> None:
         """Wait for every node's start call, saying every ``START_NOTE_EVERY_S`` seconds which
-        nodes are still awaited; ``_StartFailed`` when one fails or ``timeout`` passes."""
+        nodes are still awaited (after ``what``, the experiment); ``_StartFailed`` when one
+        fails or ``timeout`` passes."""
         ray, began = self.ray, time.monotonic()
         refs = [getattr(self.actors[i], method).remote(*args) for i, method, args in calls]
         node_of = {ref: calls[n][0] for n, ref in enumerate(refs)}
@@ -315,16 +317,17 @@ class RayBackend:
                 if failed is not None:
                     # a node whose own start raised (a bad data directory) fails again: no retry
                     raise _StartFailed(failed.error, retry=not failed.init_error)
-            if pending and time.monotonic() >= began + timeout:
+            waiting = sorted(node_of[r] for r in pending)
+            if waiting and time.monotonic() >= began + timeout:
                 load, cores = machine_load()
                 raise _StartFailed(MinidbError(
-                    f"node {node_of[pending[0]]} did not start within {timeout:.0f} s "
-                    f"({len(pending)} of {len(refs)} nodes still starting; load average "
-                    f"{load:.1f} on {cores} cores)"), retry=True)
-            if pending and time.monotonic() >= next_note:
-                waiting = sorted(node_of[r] for r in pending)
-                log.warning("still starting Ray nodes %s of %d after %.0f s (allowed: %.0f s; "
-                            "load average %.1f on %d cores)",
+                    f"node {waiting[0]} did not start within {timeout:.0f} s ({len(waiting)} of "
+                    f"{len(refs)} nodes still starting; the time allowed grows with the nodes "
+                    f"to start and the machine's load, {load:.1f} on {cores} cores, up to "
+                    f"{START_LIMIT_S:.0f} s)"), retry=True)
+            if waiting and time.monotonic() >= next_note:
+                log.warning("%sstill starting Ray nodes %s of %d after %.0f s (allowed: %.0f s; "
+                            "load average %.1f on %d cores)", what,
                             ", ".join(map(str, waiting)), len(refs), time.monotonic() - began,
                             timeout, *machine_load())
                 next_note += START_NOTE_EVERY_S
