@@ -152,8 +152,9 @@ class _Bar:
         self.title, self.bar = title, None
 
     def start(self, total: int, label: str = "") -> None:
-        if not sys.stderr.isatty():
-            return  # no bar in logs and pipes
+        if not sys.stderr.isatty():  # no bar in logs and pipes: one line saying what runs
+            click.echo(f"{self.title}: running ({total} steps)", err=True)
+            return
         self.bar = click.progressbar(length=max(1, total), label=self.title, file=sys.stderr,
                                      show_pos=True, item_show_func=lambda x: x)
         self.bar.__enter__()
@@ -264,9 +265,13 @@ def _print_rows(rows: list[dict], run_id: str, as_json: bool) -> None:
 def reproduce(paper: str | None, every: bool, quick: bool, backend: str | None,
               store_path: Path | None) -> None:
     """Run every experiment of PAPER (gamma, tandem, ...), or of every paper with --all, and
-    store the results with the paper's configuration (what `minidb report` compares)."""
+    store the results with the paper's configuration (what `minidb report` compares).
+
+    Each experiment prints a line when it ends. One that fails is named (with its error) and
+    the others still run and are stored; the command then exits with status 1."""
     from minidb.experiments import ExperimentError
-    from minidb.experiments.reproduce import papers_with_experiments
+    from minidb.experiments.machines import runtime
+    from minidb.experiments.reproduce import ReproduceError, papers_with_experiments
     from minidb.experiments.reproduce import reproduce as run_all
 
     if every == (paper is not None):
@@ -277,23 +282,43 @@ def reproduce(paper: str | None, every: bool, quick: bool, backend: str | None,
     bars: list[_Bar] = []
 
     def progress_for(exp):
-        for b in bars:
-            b.close()
+        _close(bars)
         bars.append(_Bar(exp.name))
         return bars[-1]
 
-    for name in papers:
-        start = time.perf_counter()
-        try:
-            done = run_all(name, store, quick, progress_for,
-                           {"backend": backend} if backend else None)
-        finally:
-            for b in bars:
-                b.close()
-        for exp_name, run_id, count in done:
-            click.echo(f"{exp_name:26} run {run_id}  {count:5} rows")
-        click.echo(f"{name}: {len(done)} experiments in {time.perf_counter() - start:.1f} s; "
-                   f"stored in {store.path}; see `minidb report {name}`")
+    def on_finished(done) -> None:  # one line per experiment as it ends, terminal or not
+        _close(bars)
+        if done.error is None:
+            click.echo(f"{done.experiment:26} run {done.run_id}  {done.rows:5} rows  "
+                       f"{done.seconds:6.1f} s")
+        else:
+            click.echo(f"{done.experiment:26} FAILED after {done.seconds:.1f} s: {done.error}")
+        sys.stdout.flush()
+
+    failed = []
+    with runtime(backend):  # with Ray: one instance and one pool of node actors for all papers
+        for name in papers:
+            start = time.perf_counter()
+            try:
+                done = run_all(name, store, quick, progress_for,
+                               {"backend": backend} if backend else None,
+                               on_finished=on_finished)
+            except ReproduceError as err:
+                failed.append(err)
+                done = [f for f in err.finished if f.error is None]
+            finally:
+                _close(bars)
+            click.echo(f"{name}: {len(done)} experiments in {time.perf_counter() - start:.1f} "
+                       f"s; stored in {store.path}; see `minidb report {name}`")
+    for err in failed:
+        click.echo(f"minidb: error: {err}", err=True)
+    if failed:
+        sys.exit(1)
+
+
+def _close(bars: list[_Bar]) -> None:
+    for b in bars:
+        b.close()
 
 
 @main.command()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from cluster_checks import ROWS
 
@@ -10,9 +12,9 @@ from cluster_checks import ROWS
 def ray_session():
     """Start Ray once (2 CPUs, no dashboard) for every test that needs it; stop it at the end."""
     ray = pytest.importorskip("ray")
-    if not ray.is_initialized():
+    if not ray.is_initialized():  # quiet, as minidb starts it: no banner, no token warning
         ray.init(include_dashboard=False, num_cpus=2, log_to_driver=False,
-                 ignore_reinit_error=True)
+                 logging_level=logging.ERROR, ignore_reinit_error=True)
     yield ray
     ray.shutdown()
 

@@ -117,7 +117,7 @@ def test_reproduce_all_runs_every_paper_with_experiments(store, monkeypatch):
 
     calls = []
     monkeypatch.setattr(reproduce_module, "reproduce",
-                        lambda paper, store, quick, progress_for, overrides: calls.append(
+                        lambda paper, store, quick, progress_for, overrides, **kw: calls.append(
                             (paper, quick)) or [])
     out = CliRunner().invoke(main, ["reproduce", "--all", "--quick"])
     assert out.exit_code == 0, out.output
@@ -163,3 +163,28 @@ def test_strict_exits_1_only_when_a_finding_fails(store, tmp_path):
     _store_speedups(store, 3.4)  # 0.43 of ideal: the finding fails
     assert runner.invoke(main, ["report", "tandem"]).exit_code == 0
     assert runner.invoke(main, ["report", "tandem", "--strict"]).exit_code == 1
+
+
+def test_a_failing_experiment_is_named_and_the_others_are_stored(store, monkeypatch):
+    """`minidb reproduce` goes on after a failed experiment: it prints a line per experiment
+    (also into a pipe), names the failed one with its error, stores the others, exits 1."""
+    import minidb.experiments.reproduce as reproduce_module
+    from minidb.errors import MinidbError
+    from minidb.experiments.registry import Experiment
+
+    def fails(params, progress):
+        raise MinidbError("node 3 could not start")
+
+    fake = [Experiment(f"tandem.{n}", "tandem", n, ("Table 2",), f, {"backend": "inline"})
+            for n, f in [("first", lambda p, q: []), ("broken", fails),
+                         ("last", lambda p, q: [])]]
+    monkeypatch.setattr(reproduce_module, "experiments", lambda paper=None: fake)
+    out = CliRunner().invoke(main, ["reproduce", "tandem", "--quick"])
+    assert out.exit_code == 1, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("tandem.first") and "0 rows" in lines[0]
+    assert lines[1].startswith("tandem.broken") and "FAILED" in lines[1]
+    assert "node 3 could not start" in lines[1] and lines[2].startswith("tandem.last")
+    assert "1 of 3 experiments failed (tandem.broken)" in out.stderr
+    runs = {r["experiment"]: r["status"] for r in ResultsStore(store).runs()}
+    assert runs == {"tandem.first": "ok", "tandem.broken": "failed", "tandem.last": "ok"}

@@ -69,3 +69,127 @@ def test_nodes_spread_over_a_ray_cluster():
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
     assert "PLACED 2" in out.stdout, out.stdout + out.stderr[-3000:]
+
+
+# -- one pool of node actors, reused across the machines of an experiment (issue 17) -----------
+POOL_MACHINES = [(4, 4096), (2, 8192), (4, 4096)]  # (nodes, page size): the last reuses actors
+
+
+def _measure_machine(nodes: int, page_size: int, relation) -> tuple:
+    """Load ``relation`` on a Ray machine, run a few cold statements; what they gave and did,
+    and the process id of each node's actor."""
+    from minidb.experiments.machines import build, measure
+
+    with build(nodes, "gamma", page_size, backend="ray", buffer_pages=64) as db:
+        pids = [db.backend.call(i, "ping")["pid"] for i in range(nodes)]
+        db.create_table("a", relation, partition="hash(unique1)")
+        db.create_index("a", "unique2")
+        out = []
+        for statement, drop in [
+                ("SELECT * FROM a WHERE unique2 BETWEEN 0 AND 199", None),
+                ("SELECT onePercent, MIN(unique3) FROM a GROUP BY onePercent", None),
+                ("CREATE TABLE r AS SELECT * FROM a WHERE unique1 < 2000", "r")]:
+            m = measure(db, statement, drop)
+            out.append((m.rows, m.modeled_s, m.counters, m.bottleneck, m.access_paths))
+        rows = sorted(db.sql("SELECT unique1, unique2 FROM a WHERE unique2 < 50").to_pylist())
+    return out, rows, pids
+
+
+def test_a_reused_node_pool_gives_what_a_fresh_start_gives(ray_session, wisconsin_pair):
+    """Machines built inside ``node_pool`` reuse the actors of the machines closed before them
+    (renewed in between); their rows, counters and modeled times are a fresh start's."""
+    from minidb.cluster.backends import node_pool
+
+    relation = wisconsin_pair[0]
+    fresh = [_measure_machine(n, size, relation) for n, size in POOL_MACHINES]
+    with node_pool("test") as pool:
+        pooled = [_measure_machine(n, size, relation) for n, size in POOL_MACHINES]
+        assert len(pool) == 4  # node slots 0-3, kept for a next machine
+    for (want, want_rows, _), (got, got_rows, _) in zip(fresh, pooled, strict=True):
+        assert got == want
+        assert got_rows == want_rows
+    first, second, third = (pids for _, _, pids in pooled)
+    assert second == first[:2] and third == first  # the same actor processes, renewed
+    assert set(fresh[0][2]).isdisjoint(first)  # outside the pool every machine starts anew
+
+
+def test_start_timeouts_grow_with_actors_and_load_to_a_bound(monkeypatch):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "machine_load", lambda: (0.5, 2))  # idle, 2 cores
+    assert backends.start_timeout(0) == backends.start_timeout(2) == backends.START_TIMEOUT_S
+    assert backends.start_timeout(8) == 4 * backends.START_TIMEOUT_S  # 4 rounds of 2
+    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))  # 3x busier than idle
+    assert backends.start_timeout(2) == 3 * backends.START_TIMEOUT_S
+    assert backends.start_timeout(40) == backends.START_LIMIT_S  # generous, but a bound
+
+
+def test_rays_wait_for_its_gcs_server_grows_with_load_unless_the_user_set_it(monkeypatch):
+    import os
+
+    from minidb.cluster import backends
+
+    name = "RAY_gcs_server_port_wait_time_s"
+    monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))
+    with backends.gcs_wait():
+        assert os.environ[name] == "90"  # Ray's 30 s, x3 for a machine 3x busier than idle
+    assert name not in os.environ
+    monkeypatch.setenv(name, "0")
+    with backends.gcs_wait():
+        assert os.environ[name] == "0"
+
+
+def test_a_failed_start_is_retried_once_then_names_experiment_and_node(ray_session,
+                                                                       monkeypatch, caplog):
+    from minidb.cluster import backends
+    from minidb.cluster.backends import node_pool
+
+    original, tries = backends.RayBackend._await_start, []
+
+    def fails_first(self, calls, timeout, what=""):
+        tries.append(len(calls))
+        if len(tries) == 1:
+            raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
+        return original(self, calls, timeout, what)
+
+    monkeypatch.setattr(backends.RayBackend, "_await_start", fails_first)
+    with node_pool("gamma.example"), caplog.at_level("WARNING", logger="minidb.cluster"):
+        with minidb.connect(nodes=2, backend="ray") as db:
+            db.create_table("a", "wisconsin:200", partition="hash(unique1)")
+            assert db.sql("SELECT COUNT(*) FROM a").to_pylist() == [(200,)]
+    assert tries == [2, 2]
+    assert "experiment gamma.example: node 1 did not start within 9 s; retrying once" \
+        in caplog.text
+
+    def always_fails(self, calls, timeout, what=""):
+        raise backends._StartFailed(MinidbError("node 1 did not start within 9 s"), True)
+
+    monkeypatch.setattr(backends.RayBackend, "_await_start", always_fails)
+    with node_pool("gamma.example"), pytest.raises(MinidbError) as err:
+        minidb.connect(nodes=2, backend="ray")
+    assert str(err.value) == ("experiment gamma.example: node 1 did not start within 9 s; it "
+                              "failed again when retried")
+
+
+def test_a_long_start_says_which_nodes_are_still_starting(ray_session, monkeypatch, caplog):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "START_NOTE_EVERY_S", 0.01)  # new actors take longer
+    with caplog.at_level("WARNING", logger="minidb.cluster"):
+        with minidb.connect(nodes=2, backend="ray"):
+            pass
+    assert "still starting Ray nodes 0, 1 of 2 after" in caplog.text
+
+
+def test_nodes_that_do_not_start_in_time_are_one_line_that_explains_the_bound(ray_session,
+                                                                              monkeypatch):
+    from minidb.cluster import backends
+
+    monkeypatch.setattr(backends, "start_timeout", lambda new: 0.0)  # no actor starts that fast
+    with pytest.raises(MinidbError) as err:
+        minidb.connect(nodes=2, backend="ray", timeout=0.001)
+    message = str(err.value)
+    assert message.startswith("node 0 did not start within 0 s (2 of 2 nodes still starting; "
+                              "the time allowed grows with the nodes to start")
+    assert message.endswith("; it failed again when retried") and "\n" not in message

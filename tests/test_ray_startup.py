@@ -136,3 +136,22 @@ def test_a_cluster_that_cannot_be_joined_is_one_line(ray_tmp):
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("ERROR")]
     assert "could not join the Ray cluster at 10.1.2.3:6379 (ConnectionError: Failed to " \
            "connect" in line and "leave the address out" in line
+
+
+def test_the_command_line_shows_no_ray_chatter(ray_tmp, tmp_path):
+    """Issue 17, item 5: a Ray run of 20 nodes (more worker processes than this machine's
+    cores, which makes the raylet warn) prints minidb's lines only: no token-authentication
+    warning, no "Started a local Ray instance", no raylet warning, no colour codes; into a
+    pipe, a line says what runs instead of a progress bar."""
+    store = tmp_path / "results.duckdb"
+    done = _run("", ray_tmp, "-m", "minidb.cli", "run", "gamma.selection_speedup", "--quick",
+                "--nodes", "20", "--scale", "0.01", "--backend", "ray", "--store", str(store))
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    for chatter in ("\x1b[", "raylet", "startup concurrency", "Token authentication",
+                    "Started a local Ray", "WARNING", "INFO"):
+        assert chatter not in output, output[-3000:]
+    assert done.stderr.splitlines()[0] == "gamma.selection_speedup: running (1 steps)"
+    assert done.stderr.splitlines()[-1].startswith("run ")
+    _import_psutil()
+    assert _processes_naming(ray_tmp) == []

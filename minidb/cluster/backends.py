@@ -24,15 +24,29 @@ affinity right after a node joins, left zero-CPU actors together in Ray 2.60).
 When Ray cannot start (a start that times out on a busy machine) or the cluster cannot be
 joined, the error is one line naming what failed, and the Ray processes this start began
 (GCS server, raylet, and the raylet's agents) are ended, not left running.
+
+Starting once. A Ray actor is a Python process that must start and import minidb: seconds of
+CPU each, and an experiment builds many machines of 8 to 20 nodes. Inside ``node_pool()``
+(``minidb.experiments`` opens one around every experiment, ``minidb reproduce`` around a whole
+paper) closed machines give their actors back to a ``NodePool`` and the next machine takes them,
+each made a fresh node first (``Node.renew``), so rows and modeled times are those of a fresh
+start. Waits adapt to the machine: the nodes get ``start_timeout`` seconds to start (more for
+more actors and a busier machine, never more than ``START_LIMIT_S``), a long wait says which
+nodes are still awaited, and a start that fails is retried once before the error (naming the
+experiment and the node) is raised. Ray's own messages (its start-up banner, the raylet's
+warnings about how many worker processes it started) are kept out of minidb's output: they go
+to the ``minidb.ray`` logger at DEBUG level.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import signal
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
@@ -42,10 +56,21 @@ from minidb.parallel.exchange import WINDOW
 
 #: seconds ``shutdown`` gives the nodes to close before their actors are killed
 CLOSE_WAIT_S = 5.0
-#: seconds the nodes get to start (actors, and their data directories reopened)
+#: seconds one round of node starts (one actor per core) gets on an idle machine
 START_TIMEOUT_S = 60.0
+#: the most seconds a start may take however busy the machine: past it, it has failed
+START_LIMIT_S = 900.0
+#: while nodes start, seconds between the notes saying which ones are still awaited
+START_NOTE_EVERY_S = 30.0
+#: seconds Ray waits for its GCS server on an idle machine (Ray's default, 30 s)
+GCS_WAIT_S = 30
+#: pooled actors serve machines of up to this many nodes (Teradata's 20 AMPs, the largest
+#: machine the experiments build): machines of every size then reuse the same actors
+POOL_NODES = 20
 #: after a first failure, seconds to wait for the other answers of the phase, to find a dead node
 GRACE_S = 1.0
+
+log = logging.getLogger("minidb.cluster")
 
 
 class InlineBackend:
@@ -87,6 +112,111 @@ class InlineBackend:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def machine_load() -> tuple[float, int]:
+    """(1-minute load average, cores) of this machine; the load is 0 where the OS has none."""
+    cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0], cores
+    except (AttributeError, OSError):  # Windows
+        return 0.0, cores
+
+
+def busy_factor() -> float:
+    """How many times slower than idle this machine runs: its load average per core, at least 1."""
+    load, cores = machine_load()
+    return max(1.0, load / cores)
+
+
+def start_timeout(new_actors: int) -> float:
+    """Seconds ``new_actors`` new Ray actors (and any reused ones) get to start here.
+
+    An actor is a Python process that imports minidb; about one per core starts at once. So
+    each round of ``cores`` new actors gets ``START_TIMEOUT_S``, stretched by ``busy_factor``
+    (a machine running other work starts them slower), up to ``START_LIMIT_S``: a start that
+    takes longer than that has failed, it is not just slow."""
+    _, cores = machine_load()
+    rounds = max(1.0, new_actors / cores)
+    return min(START_LIMIT_S, START_TIMEOUT_S * rounds * busy_factor())
+
+
+class NodePool:
+    """Node actors kept between the machines this process builds, so that each starts once.
+
+    Slot ``(i, where)`` holds an actor that served node i (placed on Ray node ``where``, "" for
+    no placement) and can serve node i of the next machine. ``lend`` hands it out (or None: the
+    backend starts a new actor); ``keep`` takes it back when its machine closes cleanly; an
+    actor in doubt (a phase of its machine failed or timed out) is killed instead. ``purpose``
+    names what the pool serves (an experiment) in messages about starting nodes."""
+
+    def __init__(self, purpose: str = ""):
+        self.purpose = purpose
+        self.widest = 0  # the most calls at once that a pooled actor serves
+        self._slots: dict[tuple[int, str], tuple[object, int]] = {}
+
+    def lend(self, node_id: int, where: str, concurrency: int) -> tuple[object, int] | None:
+        """The pooled actor for node ``node_id`` and how many calls it serves at once; None if
+        there is none, or if it serves fewer than ``concurrency`` (it is killed then: a new
+        actor replaces it)."""
+        actor, has = self._slots.pop((node_id, where), (None, 0))
+        if actor is not None and has < concurrency:
+            _kill(actor)
+            return None
+        return None if actor is None else (actor, has)
+
+    def keep(self, node_id: int, where: str, actor, concurrency: int) -> None:
+        """Take back ``actor`` (node ``node_id``'s, serving ``concurrency`` calls at once) for
+        the next machine."""
+        self.widest = max(self.widest, concurrency)
+        old = self._slots.get((node_id, where))
+        if old is not None:  # two machines were open at once: keep one actor per slot
+            _kill(actor if old[1] >= concurrency else old[0])
+            if old[1] >= concurrency:
+                return
+        self._slots[(node_id, where)] = (actor, concurrency)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def clear(self) -> None:
+        """Kill every pooled actor."""
+        for actor, _ in self._slots.values():
+            _kill(actor)
+        self._slots.clear()
+
+
+_pool: NodePool | None = None
+
+
+@contextlib.contextmanager
+def node_pool(purpose: str = "") -> Iterator[NodePool]:
+    """Keep Ray node actors between the machines built inside this block (``NodePool``).
+
+    Nested blocks share the outer pool (``minidb reproduce`` keeps one over a paper, each
+    experiment names itself as its ``purpose`` meanwhile); the outermost one kills the pooled
+    actors at its end."""
+    global _pool
+    outer = _pool
+    pool = outer if outer is not None else NodePool()
+    before, pool.purpose = pool.purpose, purpose or pool.purpose
+    _pool = pool
+    try:
+        yield pool
+    finally:
+        pool.purpose = before
+        _pool = outer
+        if outer is None:
+            pool.clear()
+
+
+def _kill(actor) -> None:
+    try:
+        import ray
+
+        ray.kill(actor, no_restart=True)
+    except Exception:  # dead already, or Ray is gone: nothing left to end
+        pass
+
+
 class RayBackend:
     """Each node a Ray actor (threaded, so it receives packets while its operators run)."""
 
@@ -99,36 +229,124 @@ class RayBackend:
         except ImportError:
             raise MinidbError("backend='ray' needs Ray: pip install 'ray>=2.40'") from None
         self.ray, self.timeout = ray, timeout
+        quiet_ray_messages()
         address = address or os.environ.get("MINIDB_RAY_ADDRESS")
         self.started_ray = False
         if not ray.is_initialized():
             start_ray(address, num_cpus or min(os.cpu_count() or 2, max(2, num_nodes)))
             self.started_ray = True
-        options = {"max_concurrency": num_nodes * WINDOW + 6, "num_cpus": 0}
-        actor = ray.remote(Node)
-        placements = [{}] * num_nodes
-        if address:  # spread: minidb node i on Ray node i mod (Ray nodes), a hard node affinity
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            alive = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-            placements = [{"scheduling_strategy": NodeAffinitySchedulingStrategy(
-                alive[i % len(alive)], soft=False)} for i in range(num_nodes)] if alive \
-                else [{"scheduling_strategy": "SPREAD"}] * num_nodes
-        self.actors = [actor.options(**options, **placements[i]).remote(**kw)
-                       for i, kw in enumerate(node_kwargs)]
-        try:  # starting actors (and reopening their directories) may take longer than a phase
-            self.call_many([(i, "connect", (self.actors,)) for i in range(num_nodes)],
-                           "start nodes", timeout=max(timeout, START_TIMEOUT_S))
+        self.pool = _pool
+        # calls a node must serve at once: its own operators and its peers' split tables
+        self.concurrency = num_nodes * WINDOW + 6
+        if self.pool is not None:  # wide enough that machines of other sizes reuse it
+            self.concurrency = max(self.concurrency, POOL_NODES * WINDOW + 6, self.pool.widest)
+        self.serves = [self.concurrency] * num_nodes  # what each actor serves (a pooled one more)
+        self.where = self._placements(num_nodes, address)
+        self.healthy = True  # False once a phase failed: its actors are not pooled again
+        self.actors: list = []
+        try:
+            self.actors = self._start(node_kwargs)
         except BaseException:
+            self.healthy = False
             self.shutdown()  # the actors that did start must not outlive the failure
             raise
 
+    # -- starting the nodes ---------------------------------------------------------------------
+    def _placements(self, num_nodes: int, address: str | None) -> list[str]:
+        """The Ray node each minidb node goes to ("" where Ray chooses): with an address, minidb
+        node i on Ray node i mod (Ray nodes), a hard node affinity."""
+        if not address:
+            return [""] * num_nodes
+        alive = sorted(n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
+        return [alive[i % len(alive)] if alive else "SPREAD" for i in range(num_nodes)]
+
+    def _new_actor(self, node_id: int, kwargs: dict):
+        options = {"max_concurrency": self.concurrency, "num_cpus": 0}
+        where = self.where[node_id]
+        if where == "SPREAD":
+            options["scheduling_strategy"] = "SPREAD"
+        elif where:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(where, soft=False)
+        return self.ray.remote(Node).options(**options).remote(**kwargs)
+
+    def _start(self, node_kwargs: list[dict]) -> list:
+        """Start (or take from the pool) one actor per node and connect them; a failed start
+        is retried once, with new actors, before its error is raised."""
+        pool = self.pool
+        what = f"experiment {pool.purpose}: " if pool is not None and pool.purpose else ""
+        for attempt in (1, 2):
+            reused = [pool.lend(i, self.where[i], self.concurrency) if pool is not None else None
+                      for i in range(len(node_kwargs))]
+            actors = [r[0] if r is not None else self._new_actor(i, kw)
+                      for i, (r, kw) in enumerate(zip(reused, node_kwargs, strict=True))]
+            self.serves = [r[1] if r is not None else self.concurrency for r in reused]
+            calls = [(i, "renew", (node_kwargs[i], actors)) if reused[i] is not None
+                     else (i, "connect", (actors,)) for i in range(len(actors))]
+            new = sum(r is None for r in reused)
+            try:
+                self.actors = actors
+                self._await_start(calls, max(self.timeout, start_timeout(new)), what)
+                return actors
+            except _StartFailed as failed:
+                for actor in actors:
+                    _kill(actor)
+                self.actors = []
+                if attempt == 2 or not failed.retry:
+                    again = "; it failed again when retried" if attempt == 2 else ""
+                    raise MinidbError(f"{what}{failed.error}{again}") from None
+                log.warning("%s%s; retrying once with new actors", what, failed.error)
+        raise AssertionError("unreachable")
+
+    def _await_start(self, calls: list[tuple[int, str, tuple]], timeout: float,
+                     what: str = "") -> None:
+        """Wait for every node's start call, saying every ``START_NOTE_EVERY_S`` seconds which
+        nodes are still awaited (after ``what``, the experiment); ``_StartFailed`` when one
+        fails or ``timeout`` passes."""
+        ray, began = self.ray, time.monotonic()
+        refs = [getattr(self.actors[i], method).remote(*args) for i, method, args in calls]
+        node_of = {ref: calls[n][0] for n, ref in enumerate(refs)}
+        pending, next_note = list(refs), began + START_NOTE_EVERY_S
+        while pending:
+            now = time.monotonic()
+            wait = min(began + timeout, next_note) - now
+            ready, pending = ray.wait(pending, num_returns=1, timeout=max(0.0, wait))
+            for ref in ready:
+                failed = self._failure(ref, calls[refs.index(ref)], "start nodes")
+                if failed is not None:
+                    # a node whose own start raised (a bad data directory) fails again: no retry
+                    raise _StartFailed(failed.error, retry=not failed.init_error)
+            waiting = sorted(node_of[r] for r in pending)
+            if waiting and time.monotonic() >= began + timeout:
+                load, cores = machine_load()
+                raise _StartFailed(MinidbError(
+                    f"node {waiting[0]} did not start within {timeout:.0f} s ({len(waiting)} of "
+                    f"{len(refs)} nodes still starting; the time allowed grows with the nodes "
+                    f"to start and the machine's load, {load:.1f} on {cores} cores, up to "
+                    f"{START_LIMIT_S:.0f} s)"), retry=True)
+            if waiting and time.monotonic() >= next_note:
+                log.warning("%sstill starting Ray nodes %s of %d after %.0f s (allowed: %.0f s; "
+                            "load average %.1f on %d cores)", what,
+                            ", ".join(map(str, waiting)), len(refs), time.monotonic() - began,
+                            timeout, *machine_load())
+                next_note += START_NOTE_EVERY_S
+
+    # -- calls ----------------------------------------------------------------------------------
     def call_all(self, method: str, args_per_node: dict[int, tuple], phase: str = "") -> list:
         return self.call_many([(i, method, args) for i, args in args_per_node.items()], phase)
 
     def call_many(self, calls: list[tuple[int, str, tuple]], phase: str = "",
                   timeout: float | None = None) -> list:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
+        try:
+            return self._call_many(calls, phase, timeout)
+        except BaseException:
+            self.healthy = False  # a node may hold a half-run phase: never pool its actor
+            raise
+
+    def _call_many(self, calls: list[tuple[int, str, tuple]], phase: str,
+                   timeout: float | None) -> list:
         ray = self.ray
         phase = phase or (calls[0][1] if calls else "")
         timeout = self.timeout if timeout is None else timeout
@@ -171,7 +389,7 @@ class RayBackend:
                 last = str(e).strip().splitlines()[-1]
                 why = last.split(": ", 1)[-1] if "Error: " in last else last
                 return _Failure(MinidbError(f"node {i} could not start (phase {phase}): {why}"),
-                                True)
+                                True, init_error=True)
             return _Failure(self._dead(i, method, phase), True)
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
@@ -193,23 +411,29 @@ class RayBackend:
         return self.call_all(method, {node_id: args}, phase)[0]
 
     def shutdown(self) -> None:
-        """Ask every node to close (at most ``CLOSE_WAIT_S`` in all), then kill the actors."""
+        """Ask every node to close (at most ``CLOSE_WAIT_S`` in all); then give the actors back
+        to the pool (``node_pool``) when every node closed and no phase failed, else kill them."""
         refs = []
         for a in self.actors:
             try:
                 refs.append(a.close.remote())
             except Exception:  # a dead node has nothing left to close
                 pass
+        closed: list = []
         if refs:
             try:
-                self.ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT_S)
+                closed, _ = self.ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT_S)
+                self.ray.get(closed)
             except Exception:
-                pass
-        for a in self.actors:
-            try:
-                self.ray.kill(a, no_restart=True)
-            except Exception:
-                pass
+                closed = []
+        reuse = (self.pool is not None and self.healthy and not self.started_ray
+                 and len(closed) == len(self.actors))
+        for i, a in enumerate(self.actors):
+            if reuse:
+                self.pool.keep(i, self.where[i], a, self.serves[i])
+            else:
+                _kill(a)
+        self.actors = []
         if self.started_ray:
             self.ray.shutdown()
 
@@ -219,32 +443,90 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     (default: one per core).
 
     ``address="local"`` is what makes it new: without it ``ray.init`` joins a cluster recorded
-    on the machine, where ``num_cpus`` is refused. A failure becomes one ``MinidbError``, after
-    every Ray process of this start has been ended.
+    on the machine, where ``num_cpus`` is refused. Ray's wait for its GCS server grows with the
+    machine's load (``gcs_wait``), and a local start that fails is tried once more. A failure
+    becomes one ``MinidbError``, after every Ray process of this start has been ended.
     """
     try:
         import ray
     except ImportError:
         raise MinidbError("backend='ray' needs Ray: pip install 'ray>=2.40'") from None
-    try:
-        if address:
+    quiet_ray_messages()
+    if address:
+        try:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-        else:  # Ray's start-up chatter stays out of minidb's output; failures are raised below
-            ray.init(address="local", include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR, num_cpus=num_cpus or os.cpu_count() or 2)
-    except BaseException as err:
-        _end_failed_start(ray)
-        if not isinstance(err, Exception):
+        except Exception as err:
+            _end_failed_start(ray)
+            raise MinidbError(f"could not join the Ray cluster at {address} ({_why(err)}); "
+                              "check that it runs and the address (or MINIDB_RAY_ADDRESS), or "
+                              "leave the address out to start a local Ray instance") from None
+        return
+    for attempt in (1, 2):
+        try:  # Ray's start-up chatter stays out of minidb's output; failures are raised below
+            with gcs_wait():
+                ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.ERROR, num_cpus=num_cpus or os.cpu_count() or 2)
+            return
+        except Exception as err:
+            _end_failed_start(ray)
+            if attempt == 1:
+                log.info("could not start a local Ray instance (%s); retrying once", _why(err))
+                continue
+            raise MinidbError(f"could not start a local Ray instance, twice ({_why(err)}); "
+                              "nothing was left running. Retry when the machine is less busy, "
+                              "or use backend='inline'") from None
+        except BaseException:
+            _end_failed_start(ray)
             raise  # Ctrl-C stays Ctrl-C
-        lines = str(err).strip().splitlines()
-        why = f"{type(err).__name__}: {lines[0] if lines else 'no message'}"
-        if address:
-            raise MinidbError(f"could not join the Ray cluster at {address} ({why}); check that "
-                              "it runs and the address (or MINIDB_RAY_ADDRESS), or leave the "
-                              "address out to start a local Ray instance") from None
-        raise MinidbError(f"could not start a local Ray instance ({why}); nothing was left "
-                          "running. Retry when the machine is less busy, or use "
-                          "backend='inline'") from None
+
+
+def _why(err: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else 'no message'}"
+
+
+@contextlib.contextmanager
+def gcs_wait() -> Iterator[None]:
+    """Let Ray wait longer for its GCS server on a busy machine: ``GCS_WAIT_S`` (Ray's own 30 s)
+    times ``busy_factor``, at most 300 s, through Ray's ``RAY_gcs_server_port_wait_time_s``.
+    A value the user set is kept."""
+    name = "RAY_gcs_server_port_wait_time_s"
+    if name in os.environ:
+        yield
+        return
+    os.environ[name] = str(int(min(300, GCS_WAIT_S * busy_factor())))
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def quiet_ray_messages() -> None:
+    """Keep what Ray's own processes send the driver (the raylet's "N PYTHON worker processes
+    have been started ... startup concurrency" warning, coloured) out of minidb's output: it
+    goes to the ``minidb.ray`` logger at DEBUG level. Ray prints these from a thread that
+    ``ray.init`` starts, through ``ray._private.worker.print_to_stdstream``, and has no option
+    to turn that off; the workers' own output is already off (``log_to_driver=False``). Where a
+    Ray version has no such function, this does nothing."""
+    try:
+        import ray._private.worker as ray_worker
+    except ImportError:
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "minidb_quiet", False):
+        return
+    ray_log = logging.getLogger("minidb.ray")
+
+    def quiet(data: dict, *args, **kwargs):
+        if data.get("pid") in ("raylet", "gcs_server", "autoscaler"):
+            for line in data.get("lines", []):
+                ray_log.debug("%s: %s", data.get("pid"), line)
+            return None
+        return original(data, *args, **kwargs)
+
+    quiet.minidb_quiet = True
+    ray_worker.print_to_stdstream = quiet
 
 
 def _end_failed_start(ray) -> None:
@@ -279,10 +561,19 @@ def _end_failed_start(ray) -> None:
 
 
 class _Failure:
-    """A failed call: its one-line error, and whether the node itself died."""
+    """A failed call: its one-line error, whether the node itself died, and whether it died
+    in its own constructor (``init_error``: a start that fails the same way when retried)."""
 
-    def __init__(self, error: MinidbError, dead: bool):
-        self.error, self.dead = error, dead
+    def __init__(self, error: MinidbError, dead: bool, init_error: bool = False):
+        self.error, self.dead, self.init_error = error, dead, init_error
 
 
-__all__ = ["InlineBackend", "RayBackend", "start_ray"]
+class _StartFailed(Exception):
+    """Starting the nodes failed with ``error``; ``retry``: a second try may succeed."""
+
+    def __init__(self, error: MinidbError, retry: bool):
+        super().__init__(str(error))
+        self.error, self.retry = error, retry
+
+
+__all__ = ["InlineBackend", "NodePool", "RayBackend", "node_pool", "start_ray", "start_timeout"]

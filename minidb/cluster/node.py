@@ -145,6 +145,18 @@ class Node:
         self.peers = list(peers)
         return self.node_id
 
+    def renew(self, node_kwargs: dict, peers: list[Any]) -> int:
+        """Become the node ``Node(**node_kwargs)`` would be, then ``connect`` to ``peers``: the
+        way a pooled Ray actor is handed to the next machine (``minidb.cluster.backends``).
+
+        The old node is closed (its temporary directory removed) and ``Node.__init__`` runs again,
+        so nothing of the old node is left: no pages, no buffer pool contents, no counters, no open
+        fragments. The next machine's counters, and so its modeled times, are those of a
+        freshly started node."""
+        self.close()
+        Node.__init__(self, **node_kwargs)
+        return self.connect(peers)
+
     def data_path(self) -> str:
         """Where this node keeps its page files."""
         return str(self.db.disk.path)
@@ -181,11 +193,10 @@ class Node:
     def receive(self, exchange_id: str, producer: int, item, packets: int) -> None:
         """A message from node ``producer``'s split table (called by other nodes)."""
         self.inbox.put(exchange_id, producer, item, self.timeout)
+        batch = item[3] if isinstance(item, tuple) else item  # end of stream: maybe tuples
         with self._lock:
-            if isinstance(item, tuple):  # end of stream, with the last packets' count
-                packets = item[2]
-            elif producer != self.node_id:
-                self._work["bytes_received"] += item.nbytes
+            if batch is not None and producer != self.node_id:
+                self._work["bytes_received"] += batch.nbytes
             if producer != self.node_id:
                 self._work["packets_received"] += packets
             self._work["packets_delivered"] += packets

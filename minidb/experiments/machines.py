@@ -19,22 +19,28 @@ MIN_BUFFER_PAGES = 16
 
 
 @contextlib.contextmanager
-def runtime(backend: str | None) -> Iterator[None]:
-    """One local Ray instance for a whole experiment when ``backend`` is "ray" (each machine the
-    experiment builds then starts its actors in it, instead of starting Ray again); it is shut
-    down at the end unless it was already running. Nothing to do for "inline"."""
+def runtime(backend: str | None, purpose: str = "") -> Iterator[None]:
+    """One local Ray instance and one pool of node actors for everything run inside, when
+    ``backend`` is "ray": each machine built inside takes its actors from the pool (renewed,
+    so it starts as a fresh machine) and gives them back when it closes, instead of starting
+    Ray and its actors again (``minidb.cluster.backends.node_pool``). Blocks nest: ``minidb
+    reproduce`` opens one over a whole paper, each experiment one of its own, named by
+    ``purpose`` (the experiment) in messages about starting nodes. The outermost block kills the
+    pooled actors and shuts Ray down, unless Ray was already running. Nothing to do for
+    "inline"."""
     if backend != "ray":
         yield
         return
     import ray
 
-    from minidb.cluster.backends import start_ray
+    from minidb.cluster.backends import node_pool, start_ray
 
     started = not ray.is_initialized()
     if started:
         start_ray()  # a new local instance, or one line saying why it could not start
     try:
-        yield
+        with node_pool(purpose):
+            yield
     finally:
         if started:
             ray.shutdown()

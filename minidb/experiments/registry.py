@@ -113,7 +113,7 @@ class Experiment:
         """Run with checked ``params`` (from ``parameters``) and return the checked rows."""
         from minidb.experiments.machines import runtime
 
-        with runtime(params.get("backend")):
+        with runtime(params.get("backend"), self.name):
             rows = self.function(params, progress or Progress())
         for r in rows:
             check_row(r)

@@ -15,10 +15,12 @@ stays in the store and in the explorer, and the report neither shows nor counts 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from minidb.cost.profiles import PROFILES
+from minidb.errors import MinidbError
 from minidb.experiments.findings import FindingResult, check_findings
 from minidb.experiments.registry import (
     PAPERS,
@@ -88,19 +90,63 @@ def paper_runs(store: ResultsStore, paper: str) -> list[dict]:
     return chosen
 
 
+@dataclass(frozen=True)
+class Finished:
+    """One experiment of a ``reproduce``: its stored run, or the error that ended it."""
+
+    experiment: str
+    run_id: str | None
+    rows: int
+    seconds: float
+    error: str | None = None
+    """One line: why the experiment failed (None: it finished and its rows are stored)."""
+
+
+class ReproduceError(MinidbError):
+    """Some experiments of a ``reproduce`` failed; the others finished and are stored.
+    ``finished`` lists every experiment, failed or not, in the order they ran."""
+
+    def __init__(self, paper: str, finished: list[Finished]):
+        self.paper, self.finished = paper, finished
+        failed = [f for f in finished if f.error is not None]
+        stored = len(finished) - len(failed)
+        super().__init__(f"{paper}: {len(failed)} of {len(finished)} experiments failed "
+                         f"({', '.join(f.experiment for f in failed)}); the {stored} others "
+                         "finished and are stored")
+
+
 def reproduce(paper: str, store: ResultsStore, quick: bool = False,
               progress_for: Callable[[Experiment], Progress] | None = None,
-              overrides: Params | None = None) -> list[tuple[str, str, int]]:
+              overrides: Params | None = None,
+              on_finished: Callable[[Finished], None] | None = None
+              ) -> list[tuple[str, str, int]]:
     """Run every experiment of ``paper``; returns (experiment, run id, rows) per experiment.
-    ``overrides`` (e.g. ``{"backend": "ray"}``) apply to every experiment that takes them."""
+    ``overrides`` (e.g. ``{"backend": "ray"}``) apply to every experiment that takes them; with
+    Ray, one Ray instance and one pool of node actors serve all of them (``runtime``).
+
+    ``on_finished`` hears of each experiment as it ends. One that fails is recorded as a failed
+    run and the others still run; at the end a ``ReproduceError`` names the failed ones."""
+    from minidb.experiments.machines import runtime
+
     check_paper(paper)
-    done = []
-    for exp in experiments(paper):
-        mine = {k: v for k, v in (overrides or {}).items() if k in exp.defaults}
-        progress = progress_for(exp) if progress_for else Progress()
-        run_id, rows = run_and_store(exp, store, mine, quick, progress)
-        done.append((exp.name, run_id, len(rows)))
-    return done
+    finished: list[Finished] = []
+    with runtime((overrides or {}).get("backend")):
+        for exp in experiments(paper):
+            mine = {k: v for k, v in (overrides or {}).items() if k in exp.defaults}
+            progress = progress_for(exp) if progress_for else Progress()
+            start = time.perf_counter()
+            try:
+                run_id, rows = run_and_store(exp, store, mine, quick, progress)
+                done = Finished(exp.name, run_id, len(rows), time.perf_counter() - start)
+            except Exception as err:  # recorded as a failed run; Ctrl-C still stops everything
+                why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                done = Finished(exp.name, None, 0, time.perf_counter() - start, why)
+            finished.append(done)
+            if on_finished is not None:
+                on_finished(done)
+    if any(f.error is not None for f in finished):
+        raise ReproduceError(paper, finished)
+    return [(f.experiment, f.run_id, f.rows) for f in finished]
 
 
 @dataclass

@@ -21,8 +21,9 @@ Here:
     waiting, so one message carries many packets' worth of tuples. At most ``window`` messages
     per destination are in flight (flow control); the receiver's inbox is bounded, so a slow
     consumer slows its producers down (back pressure). At the end it sends one end-of-stream
-    marker to every consumer, which says how many data messages preceded it (Ray may deliver
-    the calls to a threaded actor out of order; the consumer waits for all of them).
+    marker to every consumer, carrying the last tuples for it, which says how many data
+    messages were sent (Ray may deliver the calls to a threaded actor out of order; the
+    consumer waits for all of them).
 ``ExchangeReceive``
     an ordinary ``Operator`` leaf that yields the batches arriving in the node's inbox for one
     exchange until every producer has sent its end-of-stream. The operators above it do not
@@ -60,6 +61,13 @@ WINDOW = 2  # messages in flight per destination
 INBOX_MESSAGES = 64  # messages an inbox holds per exchange before senders wait
 
 EOS = "EOS"
+
+
+def end_of_stream(messages: int, packets: int, batch: np.ndarray | None = None) -> tuple:
+    """A producer's last message to one consumer: ``(EOS, data messages sent in all, packets
+    this message carries, its last tuples or None)``. The count of data messages includes the
+    one this message carries, if any."""
+    return (EOS, messages, packets, batch)
 
 
 def packets_for(tuples: int, itemsize: int, packet_bytes: int) -> int:
@@ -186,10 +194,14 @@ class SplitTable:
         self.counters[f"bytes_{where}"] += rows * self.itemsize
         if batch is not None:
             self._messages[i] += 1
-            self._deliver(i, batch, packets)
-        if final:
-            self.counters["control_messages"] += 1  # the end-of-stream message
-            self._deliver(i, (EOS, self._messages[i], packets if batch is None else 0), 0)
+        if not final:
+            if batch is not None:
+                self._deliver(i, batch, packets)
+            return
+        # the end-of-stream message, carrying the last tuples: one call instead of two, which
+        # with Ray is one actor call less per consumer (it is still counted as Gamma sends it)
+        self.counters["control_messages"] += 1
+        self._deliver(i, end_of_stream(self._messages[i], packets, batch), packets)
 
     def _deliver(self, i: int, item, packets: int) -> None:
         dest = self.consumers[i]
@@ -241,15 +253,16 @@ class ExchangeReceive(Operator):
                     f"exchange {self.exchange_id}: no end of stream from node(s) {missing} "
                     f"within {self.timeout:g} s"
                 ) from None
-            if isinstance(item, tuple):  # end of stream: (EOS, messages sent, packets)
-                self._expected[producer] = item[1]
-            else:
+            batch = item
+            if isinstance(item, tuple):  # end of stream (see end_of_stream), maybe with tuples
+                self._expected[producer], batch = item[1], item[3]
+            if batch is not None:
                 self._got[producer] += 1
             if self._expected.get(producer) == self._got[producer]:
                 self._done.add(producer)
-            if not isinstance(item, tuple):
-                self.stats.tuples_in += len(item)
-                return item
+            if batch is not None:
+                self.stats.tuples_in += len(batch)
+                return batch
         return None
 
     def _close(self) -> None:
@@ -259,4 +272,5 @@ class ExchangeReceive(Operator):
         return f"ExchangeReceive({self.exchange_id} from nodes {self.producers})"
 
 
-__all__ = ["SplitTable", "ExchangeReceive", "Inbox", "packets_for", "PACKET_BYTES", "EOS"]
+__all__ = ["SplitTable", "ExchangeReceive", "Inbox", "end_of_stream", "packets_for", "PACKET_BYTES",
+           "EOS"]
