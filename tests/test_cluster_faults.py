@@ -135,3 +135,24 @@ def test_truncated_page_file_is_refused_on_reopen(tmp_path, wisconsin_pair):
         db = minidb.connect(data_dir=tmp_path)
     with db, pytest.raises(MinidbError, match="pages but the catalog recorded"):
         db.sql("SELECT * FROM a")
+
+
+def test_a_failed_phase_ends_after_every_node_call_has_ended():
+    """Inline nodes run a phase's calls in threads: when one node fails, the phase is reported
+    only once the other calls have ended, so the next statement (a DROP of the table, say) never
+    meets a scan still holding pages (a flaky 'cannot drop a file whose page is fixed' before)."""
+    finished = []
+
+    def slow():
+        time.sleep(0.5)
+        finished.append("slow")
+
+    def boom():
+        raise MinidbError("node 0 failed")
+
+    with minidb.connect(nodes=2) as db:
+        nodes = db.backend.nodes
+        nodes[0].boom, nodes[1].slow = boom, slow
+        with pytest.raises(MinidbError, match="node 0 failed"):
+            db.backend.call_many([(0, "boom", ()), (1, "slow", ())], "test phase")
+        assert finished == ["slow"]

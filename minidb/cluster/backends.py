@@ -92,11 +92,15 @@ class InlineBackend:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
         futures = [(i, method, self._pool.submit(getattr(self.nodes[i], method), *args))
                    for i, method, args in calls]
+        deadline = time.monotonic() + self.timeout
         _, pending = wait_futures([f for _, _, f in futures], timeout=self.timeout,
                                   return_when=FIRST_EXCEPTION)
-        for _, _, f in futures:  # the first failure, in node order, is raised as it is
-            if f.done() and f.exception() is not None:
-                raise f.exception()
+        failed = [f for _, _, f in futures if f.done() and f.exception() is not None]
+        if failed:
+            # let the other nodes' calls end first (within the same deadline): the next statement
+            # must not meet a half-run phase, e.g. a scan still holding a page that DROP discards
+            wait_futures(pending, timeout=max(0.0, deadline - time.monotonic()))
+            raise failed[0].exception()  # the first failure, in node order, as it is
         for i, method, f in futures:
             if f in pending:
                 raise MinidbError(f"node {i} did not finish {method} within {self.timeout:g} s "
