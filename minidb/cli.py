@@ -172,8 +172,13 @@ class _Bar:
 
 
 def _open_store(path: Path | None):
+    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` in a
+    directory that does not exist is refused: a typo must not start a new, empty store."""
     from minidb.results import ResultsStore
 
+    if path is not None and not path.expanduser().parent.is_dir():
+        raise MinidbError(f"--store {path}: directory {path.expanduser().parent} does not exist; "
+                          f"create it or choose another --store")
     return ResultsStore(path)
 
 
@@ -251,6 +256,9 @@ def _print_rows(rows: list[dict], run_id: str, as_json: bool) -> None:
             click.echo(json.dumps({**r, "run_id": run_id}))
         return
     shown = [r for r in rows if r["clock"] == "modeled"]
+    click.echo(f"run {run_id}: {len(shown)} rows on the modeled clock (--json prints all "
+               f"{len(rows)}, wall clock included)")
+    click.echo(f"{'reference':9} {'row':40} {'column':16} {'metric':24} {'value':>12} unit")
     for r in shown:
         click.echo(f"{r['reference'] or '-':9} {r['row']:40} {r['column']:16} "
                    f"{r['metric']:24} {r['value']:12.4g} {r['unit']}")

@@ -50,6 +50,10 @@ def test_run_prints_json_rows_and_stores_them(store):
     (["reproduce", "bubba"], "unknown paper 'bubba'"),
     (["report", "bubba"], "unknown paper 'bubba'"),
     (["runs", "bubba"], "unknown paper 'bubba'"),
+    (["run", "gamma.page_size", "--store", "/no-such-dir-16/results.duckdb"],
+     "directory /no-such-dir-16 does not exist"),
+    (["report", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
+    (["runs", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
 ])
 def test_user_errors_exit_2_with_one_line(store, args, message):
     out = subprocess.run([sys.executable, "-m", "minidb.cli", *args], capture_output=True,
@@ -231,3 +235,21 @@ def test_runs_shows_a_failed_run_with_its_error(store):
     out = CliRunner().invoke(main, ["runs"])
     assert out.exit_code == 0, out.output
     assert "failed" in out.output and "error: node 3 could not start" in out.output
+
+
+def test_a_store_in_a_missing_directory_is_not_created(tmp_path):
+    target = tmp_path / "typo" / "results.duckdb"
+    out = CliRunner().invoke(main, ["runs", "--store", str(target)])
+    assert out.exit_code == 2 and "does not exist" in out.output
+    assert not target.parent.exists()
+
+
+def test_run_text_output_has_a_header_and_named_columns(store):
+    out = CliRunner().invoke(main, ["run", "gamma.selection_speedup", "--nodes", "1",
+                                    "--scale", "0.02"])
+    assert out.exit_code == 0, out.output
+    title, header, first, *_ = out.stdout.splitlines()
+    run_id = ResultsStore(store).runs()[-1]["run_id"]
+    assert title.startswith(f"run {run_id}: ") and "modeled clock" in title
+    assert header.split() == ["reference", "row", "column", "metric", "value", "unit"]
+    assert first.split()[1].startswith("select_") and first.split()[-1] == "s"
