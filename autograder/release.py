@@ -2,7 +2,8 @@
 
 ``python -m autograder release --out DIR`` copies, from the instructor's tree, the minidb
 package, ``labs/``, ``datasets/`` (the papers' published tables, which minidb's results module
-and the labs read), the autograder (without any assignment's ``hidden/`` cases and
+and the labs read), ``docs/`` (the documents the README, the code and the labs point
+to), the autograder (without any assignment's ``hidden/`` cases and
 ``reference/`` solutions), ``pyproject.toml`` and ``README.md``. On the way every solution block (see
 ``markers``) in a Python file or in a code cell of a notebook under those folders is replaced by
 a stub raising ``NotImplementedYet``; jupytext ``py:percent`` scripts are Python files, so they
@@ -23,7 +24,7 @@ from autograder.markers import MarkerError, has_marker_text, strip_notebook, str
 from autograder.sandbox import AutograderError
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-INCLUDED = ("minidb", "labs", "datasets", "autograder", "pyproject.toml", "README.md")
+INCLUDED = ("minidb", "labs", "datasets", "docs", "autograder", "pyproject.toml", "README.md")
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".DS_Store"}
 PRIVATE_DIRS = ("hidden", "reference")  # under autograder/assignments/NAME/
 

@@ -14,6 +14,8 @@
                                                                cell, and the findings pass / fail
                                                                (no PAPER: every paper, and a total;
                                                                --strict: exit 1 if a finding fails)
+    minidb runs [PAPER] [--json]                               the stored runs: id, experiment,
+                                                               start, status, paper's configuration
     minidb app [--port P]                                      the Streamlit explorer
 
 Results go to the results store (``--store FILE`` or $MINIDB_RESULTS, else the user's cache
@@ -170,8 +172,13 @@ class _Bar:
 
 
 def _open_store(path: Path | None):
+    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` in a
+    directory that does not exist is refused: a typo must not start a new, empty store."""
     from minidb.results import ResultsStore
 
+    if path is not None and not path.expanduser().parent.is_dir():
+        raise MinidbError(f"--store {path}: directory {path.expanduser().parent} does not exist; "
+                          f"create it or choose another --store")
     return ResultsStore(path)
 
 
@@ -249,6 +256,9 @@ def _print_rows(rows: list[dict], run_id: str, as_json: bool) -> None:
             click.echo(json.dumps({**r, "run_id": run_id}))
         return
     shown = [r for r in rows if r["clock"] == "modeled"]
+    click.echo(f"run {run_id}: {len(shown)} rows on the modeled clock (--json prints all "
+               f"{len(rows)}, wall clock included)")
+    click.echo(f"{'reference':9} {'row':40} {'column':16} {'metric':24} {'value':>12} unit")
     for r in shown:
         click.echo(f"{r['reference'] or '-':9} {r['row']:40} {r['column']:16} "
                    f"{r['metric']:24} {r['value']:12.4g} {r['unit']}")
@@ -350,6 +360,46 @@ def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | No
         click.echo(format_report(reports))
     if strict and any(f.status == "fail" for r in reports for f in r.findings):
         sys.exit(1)
+
+
+@main.command(name="runs")
+@click.argument("paper", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@_store_option
+@_user_errors
+def runs_cmd(paper: str | None, as_json: bool, store_path: Path | None) -> None:
+    """List the stored runs (of PAPER), oldest first: id, experiment, start, status, and whether
+    the run used the paper's configuration (only those are compared by `minidb report`)."""
+    import json
+
+    from minidb.experiments.reproduce import stored_runs
+
+    store = _open_store(store_path)
+    found = stored_runs(store, paper)
+    if as_json:
+        click.echo(json.dumps(found, default=str, indent=1))
+        return
+    if not found:
+        click.echo(f"no runs{f' of {paper}' if paper else ''} in {store.path}; `minidb list` "
+                   f"shows the experiments, `minidb reproduce PAPER --quick` runs a paper's")
+        return
+    click.echo(_runs_table(found))
+    click.echo(f"{len(found)} run(s) in {store.path}; paper config 'yes': compared by "
+               f"`minidb report`, 'no': exploratory, '?': experiment no longer registered")
+
+
+def _runs_table(runs: list[dict]) -> str:
+    """One line per run under a header of named columns."""
+    shown = {True: "yes", False: "no", None: "?"}
+    lines = [f"{'run id':28} {'experiment':26} {'started (UTC)':19} {'status':11} "
+             f"{'seconds':>8}  paper config"]
+    for r in runs:
+        seconds = "-" if r["duration_s"] is None else f"{r['duration_s']:.1f}"
+        lines.append(f"{r['run_id']:28} {r['experiment']:26} {r['started_at']:%Y-%m-%d %H:%M:%S} "
+                     f"{r['status']:11} {seconds:>8}  {shown[r['paper_configuration']]}")
+        if r["error"]:
+            lines.append(f"{'':28} error: {r['error']}")
+    return "\n".join(lines)
 
 
 @main.command()

@@ -49,6 +49,11 @@ def test_run_prints_json_rows_and_stores_them(store):
     (["run", "gamma.page_size", "--nodes", "0"], "nodes must be positive"),
     (["reproduce", "bubba"], "unknown paper 'bubba'"),
     (["report", "bubba"], "unknown paper 'bubba'"),
+    (["runs", "bubba"], "unknown paper 'bubba'"),
+    (["run", "gamma.page_size", "--store", "/no-such-dir-16/results.duckdb"],
+     "directory /no-such-dir-16 does not exist"),
+    (["report", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
+    (["runs", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
 ])
 def test_user_errors_exit_2_with_one_line(store, args, message):
     out = subprocess.run([sys.executable, "-m", "minidb.cli", *args], capture_output=True,
@@ -188,3 +193,63 @@ def test_a_failing_experiment_is_named_and_the_others_are_stored(store, monkeypa
     assert "1 of 3 experiments failed (tandem.broken)" in out.stderr
     runs = {r["experiment"]: r["status"] for r in ResultsStore(store).runs()}
     assert runs == {"tandem.first": "ok", "tandem.broken": "failed", "tandem.last": "ok"}
+
+
+def test_report_starts_with_a_legend(store):
+    _store_speedups(store, 7.2)
+    out = CliRunner().invoke(main, ["report", "tandem"])
+    assert out.exit_code == 0, out.output
+    legend, _, rest = out.output.partition("== tandem:")
+    assert legend.startswith("How to read this report")
+    for term in ("ratio", "minidb / paper", "within 2x", "within 10%", "calibration", "prose",
+                 "PASS", "FAIL", "NOT CHECKED"):
+        assert term in legend, term
+    assert "Findings" in rest  # the legend comes once, before the first paper
+    assert "How to read this report" not in rest
+
+
+def test_runs_lists_stored_runs_with_their_configuration(store):
+    _store_speedups(store, 7.2)  # the paper's (quick) configuration
+    runner = CliRunner()
+    explore = runner.invoke(main, ["run", "tandem.speedup", "--scale", "0.005",
+                                   "--set", "machines=vlx", "--nodes", "2,4"])
+    assert explore.exit_code == 0, explore.output
+    out = runner.invoke(main, ["runs", "tandem"])
+    assert out.exit_code == 0, out.output
+    header, *lines = out.output.splitlines()
+    for column in ("run id", "experiment", "started (UTC)", "status", "paper config"):
+        assert column in header
+    stored = ResultsStore(store).runs()
+    assert [line.split()[0] for line in lines[:2]] == [r["run_id"] for r in stored]
+    assert lines[0].endswith("yes") and lines[1].endswith("no")
+    assert "2 run(s) in" in lines[2]
+    listed = json.loads(runner.invoke(main, ["runs", "--json"]).output)
+    assert [r["paper_configuration"] for r in listed] == [True, False]
+    assert "no runs of gamma" in runner.invoke(main, ["runs", "gamma"]).output
+
+
+def test_runs_shows_a_failed_run_with_its_error(store):
+    path = ResultsStore(store)
+    run_id = path.begin_run("tandem.speedup", "tandem", {"scale": 0.5})
+    path.fail_run(run_id, "node 3 could not start")
+    out = CliRunner().invoke(main, ["runs"])
+    assert out.exit_code == 0, out.output
+    assert "failed" in out.output and "error: node 3 could not start" in out.output
+
+
+def test_a_store_in_a_missing_directory_is_not_created(tmp_path):
+    target = tmp_path / "typo" / "results.duckdb"
+    out = CliRunner().invoke(main, ["runs", "--store", str(target)])
+    assert out.exit_code == 2 and "does not exist" in out.output
+    assert not target.parent.exists()
+
+
+def test_run_text_output_has_a_header_and_named_columns(store):
+    out = CliRunner().invoke(main, ["run", "gamma.selection_speedup", "--nodes", "1",
+                                    "--scale", "0.02"])
+    assert out.exit_code == 0, out.output
+    title, header, first, *_ = out.stdout.splitlines()
+    run_id = ResultsStore(store).runs()[-1]["run_id"]
+    assert title.startswith(f"run {run_id}: ") and "modeled clock" in title
+    assert header.split() == ["reference", "row", "column", "metric", "value", "unit"]
+    assert first.split()[1].startswith("select_") and first.split()[-1] == "s"

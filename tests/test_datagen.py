@@ -49,7 +49,7 @@ def test_dense_unique_is_a_permutation(n):
 
 
 def test_seed_zero_follows_the_published_walk():
-    # The walk of FACTS.md, one step at a time: x <- G*x mod P from x = G, keep x <= N, emit x-1.
+    # The walk of docs/facts.md, one step at a time: x <- G*x mod P from x = G, keep x <= N, emit x-1.
     for n in (1000, 4321):
         g, p = find_pair(n)
         expected, x = [], g

@@ -363,6 +363,7 @@ def test_unsupported_constructs_are_named(env, sql, construct):
     assert message.startswith("unsupported SQL: ")
     assert construct.lower() in message.lower()
     assert "minidb supports SELECT-FROM-WHERE-GROUP BY-ORDER BY" in message
+    assert message.endswith("see docs/sql.md)")
 
 
 # -- name and type errors ------------------------------------------------------------------------

@@ -154,6 +154,12 @@ PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskles
 CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
 
 
+def unsupported_in_parallel(construct: str) -> UnsupportedSQLError:
+    """The error for SQL that one node runs but the parallel engine does not (docs/sql.md lists
+    these differences)."""
+    return UnsupportedSQLError(f"unsupported in parallel: {construct} (see docs/sql.md)")
+
+
 def model_phases(phases: list[dict], scheduler_messages: int, profile, page_size: int,
                  **options):
     """The cost model's ``ModeledTime`` for the counters of a statement's phases (``options``
@@ -422,7 +428,7 @@ class ParallelDatabase:
             rows = run.insert(statement)
             schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "insert"
         else:
-            raise UnsupportedSQLError(f"unsupported in parallel: {type(statement).__name__}")
+            raise unsupported_in_parallel(type(statement).__name__)
         if kind != "select":
             self._save()  # after the nodes saved their fragments (each phase ends with that)
         wall = time.perf_counter() - start
@@ -725,11 +731,10 @@ class _Run:
         if len(q.refs) == 2 and len(q.edges) == 1:
             return self._join(q)
         if q.outer:
-            raise UnsupportedSQLError("unsupported in parallel: a LEFT JOIN of more than two "
-                                      "tables or on more than one equality")
+            raise unsupported_in_parallel("a LEFT JOIN of more than two tables or on more than "
+                                          "one equality")
         if len(q.refs) > MAX_PIPELINE_TABLES:
-            raise UnsupportedSQLError(f"unsupported in parallel: a join of more than "
-                                      f"{MAX_PIPELINE_TABLES} tables")
+            raise unsupported_in_parallel(f"a join of more than {MAX_PIPELINE_TABLES} tables")
         return self._join_pipeline(q)
 
     def select_into(self, name: str, q: SelectQuery, partition) -> int | None:
@@ -1271,7 +1276,7 @@ class _Run:
 
     def insert(self, st: InsertStatement) -> int:
         if st.records is None:
-            raise UnsupportedSQLError("unsupported in parallel: INSERT ... SELECT (use CREATE TABLE AS)")
+            raise unsupported_in_parallel("INSERT ... SELECT (use CREATE TABLE AS)")
         table = st.table
         p = self.pdb.schemes[table.name.lower()]
         if isinstance(p, RangeUniform) and p.boundaries is None and len(st.records):

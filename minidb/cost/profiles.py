@@ -8,7 +8,8 @@ bytes and packets, what it costs to start an operator, and how much memory a nod
 Every numeric constant carries its provenance in ``sources``:
 
 * a paper and its section (``"Gamma paper §2.1"``) when the paper states it;
-* ``"FACTS.md (unverified)"`` when it comes from the project's fact sheet and no paper states it;
+* ``"docs/facts.md (unverified)"`` when it comes from the project's fact sheet (``docs/facts.md``,
+  which names the source the figure was taken from) and no paper states it;
 * ``"derived: ..."`` when it is computed from other sourced constants (the computation is given);
 * ``"estimate: ..."`` when no available source gives it; the text says what the guess rests on.
 
@@ -378,7 +379,7 @@ register_profile(
                     "I/O count. 4 random I/Os: create the file (its directory page), write the "
                     "deferred entries (one page), read them back to apply them, destroy the file"
                 ),
-                "mips": "Gamma paper §5.2.2 (VAX 11/750 '0.6 MIP'); FACTS.md gives 0.6-0.8",
+                "mips": "Gamma paper §5.2.2 (VAX 11/750 '0.6 MIP'); docs/facts.md gives 0.6-0.8",
                 "instr_scan": (
                     "calibrated: Gamma paper Table 7, MIN scalar aggregate over 1,000,000 tuples "
                     "(151.10 s), a CPU-bound query (it takes longer than Table 1's 1% selection, "
@@ -392,7 +393,7 @@ register_profile(
                 ),
                 "instr_control_message": "derived: as instr_packet (Gamma paper §6.2.3, 7 ms)",
                 "disk_seek_ms": (
-                    "FACTS.md (unverified): ~20 ms average seek for the Fujitsu 333 MB drive "
+                    "docs/facts.md (unverified): ~20 ms average seek for the Fujitsu 333 MB drive "
                     "(probably M2333), the figure of Fujitsu's 8-inch Swallow line; Gamma §5.2.2 "
                     "calls 13 ms 'very close' to a random seek, so the effective seek may be lower"
                 ),
@@ -402,7 +403,7 @@ register_profile(
                 ),
                 "disk_transfer_mb_s": (
                     "derived: 40 KB track (Gamma paper §5.2.2) x 3,600 rpm (estimate) = "
-                    "2.46 MB/s; FACTS.md (unverified) says ~2.5 MB/s"
+                    "2.46 MB/s; docs/facts.md (unverified) says ~2.5 MB/s"
                 ),
                 "net_mbit_s": (
                     "Gamma paper §5.2.1: the Unibus path from memory to the network "
@@ -555,12 +556,13 @@ register_profile(
                 "instr_control_message": "estimate: as instr_packet",
                 "disk_seek_ms": (
                     "estimate: ~20 ms, typical of 8-9 inch drives of the mid-1980s such as the "
-                    "Hitachi DK 8155 (Gamma paper §3); FACTS.md lists 18 ms for the Fujitsu Eagle"
+                    "Hitachi DK 8155 (Gamma paper §3); docs/facts.md lists 18 ms for the "
+                    "Fujitsu Eagle"
                 ),
                 "disk_rotation_ms": "estimate: 3,600 rpm (half a revolution = 8.33 ms)",
                 "disk_transfer_mb_s": (
-                    "estimate: 1.86 MB/s, the SMD-class rate FACTS.md (unverified) gives for the "
-                    "Fujitsu Eagle; the DK 8155's own rate is not in the sources"
+                    "estimate: 1.86 MB/s, the SMD-class rate docs/facts.md (unverified) gives "
+                    "for the Fujitsu Eagle; the DK 8155's own rate is not in the sources"
                 ),
                 "net_mbit_s": (
                     "estimate: an AMP's Y-net port assumed to carry the whole 12 MB/s "
@@ -1042,7 +1044,7 @@ register_profile(
                 "packet_latency_ms": "estimate: " + _HERE_ROUND + "~20 us per message",
                 "packet_bytes": "estimate: 64 KB batches per exchange message",
                 "control_message_ms": (
-                    "FACTS.md, ecosystem facts (measured on this machine, not by this module): "
+                    "docs/facts.md, software facts (measured on this machine, not by this module): "
                     "a Ray actor call takes about 0.5-0.7 ms"
                 ),
                 "operator_startup_ms": (

@@ -11,7 +11,7 @@ Generating Billion-Record Synthetic Databases", SIGMOD 1994) use number theory i
 
 The walk visits 1..P-1 once each, so the values it keeps are exactly 1..N, and the output is a
 permutation of 0..N-1. The (G, P) pairs below are those of the benchmark's generators, as
-recorded in the project's FACTS.md (each P checked prime and each G checked primitive).
+recorded in the project's docs/facts.md (each P checked prime and each G checked primitive).
 
 Slices. Step e of the walk is simply G^e mod P, so any block of exponents can be computed on
 its own with one modular power and a vectorized multiply. Because values above N are skipped,
@@ -42,7 +42,7 @@ from minidb.datagen._common import check_int, check_seed
 from minidb.datagen._random import mix64_int, stream_key
 from minidb.errors import MinidbError
 
-# (largest N, generator G, prime P), from FACTS.md "Dense-unique permutation".
+# (largest N, generator G, prime P), from docs/facts.md, "Dense-unique permutation".
 PAIRS: tuple[tuple[int, int, int], ...] = (
     (1_000, 279, 1_009),
     (10_000, 2_969, 10_007),

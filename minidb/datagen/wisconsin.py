@@ -2,7 +2,7 @@
 
 Sixteen attributes: thirteen 4-byte integers and three 52-byte strings, 208 bytes a tuple
 (Gamma paper, Section 4, which scaled the original 1,000 and 10,000 tuple relations up to
-100,000 and 1,000,000 tuples). Definitions, as recorded in FACTS.md from DeWitt's benchmark
+100,000 and 1,000,000 tuples). Definitions, as recorded in docs/facts.md from DeWitt's benchmark
 chapter, for a relation of N tuples:
 
     unique1         0..N-1, each once, scrambled (a dense-unique permutation)

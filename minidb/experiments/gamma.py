@@ -80,7 +80,7 @@ FIGURE_8_QUERIES = ("select_1pct_nonclustered_index", "select_1pct_clustered_ind
 
 
 def selection_range(tuples: int, percent: int) -> tuple[int, int]:
-    """The Wisconsin range for ``percent`` of ``tuples`` (FACTS.md: 1% = 0..99 and 10% =
+    """The Wisconsin range for ``percent`` of ``tuples`` (docs/facts.md: 1% = 0..99 and 10% =
     792..1791 at 10,000 tuples, scaled with the relation); 0% is a range past the largest value."""
     if percent == 0:
         return tuples, tuples + max(1, tuples // 100) - 1

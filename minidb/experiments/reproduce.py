@@ -77,6 +77,25 @@ def is_paper_configuration(exp: Experiment, parameters: Params) -> bool:
                for quick in (False, True))
 
 
+def used_paper_configuration(run: dict) -> bool | None:
+    """Whether a stored ``run`` used its experiment's paper configuration (what ``minidb report``
+    compares); None when its experiment is no longer registered, so nobody can tell."""
+    try:
+        exp = get_experiment(run["experiment"])
+    except MinidbError:
+        return None
+    return is_paper_configuration(exp, run["parameters"])
+
+
+def stored_runs(store: ResultsStore, paper: str | None = None) -> list[dict]:
+    """Every stored run (of ``paper``), oldest first, each with ``paper_configuration`` added
+    (``used_paper_configuration``): the listing of ``minidb runs``."""
+    if paper is not None:
+        check_paper(paper)
+    return [{**r, "paper_configuration": used_paper_configuration(r)}
+            for r in store.runs(paper=paper)]
+
+
 def paper_runs(store: ResultsStore, paper: str) -> list[dict]:
     """For each experiment of ``paper``, its latest ok run made with the paper's configuration
     (experiments without one are left out), in registration order."""

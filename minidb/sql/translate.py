@@ -37,7 +37,8 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
   ``UPDATE t SET c = expr, ... [WHERE ...]``; ``DELETE FROM t [WHERE ...]``;
 * ``CREATE TABLE t AS SELECT ...``: Gamma's "retrieve into" (Section 4), a new heap relation.
 
-Everything else raises ``UnsupportedSQLError`` naming the construct. Types are checked here, not
+Everything else raises ``UnsupportedSQLError`` naming the construct and pointing to
+``docs/sql.md``, the user's page on this subset. Types are checked here, not
 while running: comparing text with a number, or arithmetic on text, is a ``SchemaError`` before
 any page is touched. A value that a CAST cannot convert (or an ABS that overflows) is found
 while running, but a modification reads and converts all its input before it changes the table,
@@ -107,7 +108,7 @@ from minidb.storage.schema import Column, Schema, float_column, int_column, set_
 if TYPE_CHECKING:
     from minidb.sql.compound import SubqueryPlan, UnionQuery
 
-SUBSET = "minidb supports SELECT-FROM-WHERE-GROUP BY-ORDER BY; see docs"
+SUBSET = "minidb supports SELECT-FROM-WHERE-GROUP BY-ORDER BY; see docs/sql.md"
 AGGREGATES = {exp.Min: "MIN", exp.Max: "MAX", exp.Sum: "SUM", exp.Count: "COUNT", exp.Avg: "AVG"}
 
 

@@ -35,8 +35,8 @@ def run_python(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_release_holds_the_project_without_solutions_or_hidden_cases(released):
-    assert {p.name for p in released.iterdir()} == {"minidb", "labs", "datasets", "autograder",
-                                                    "pyproject.toml", "README.md"}
+    assert {p.name for p in released.iterdir()} == {"minidb", "labs", "datasets", "docs",
+                                                    "autograder", "pyproject.toml", "README.md"}
     lab1 = released / "autograder" / "assignments" / "lab1"
     assert not (lab1 / "hidden").exists() and not (lab1 / "reference").exists()
     assert (lab1 / "README.md").exists() and (lab1 / "expected_public.json").exists()
