@@ -189,15 +189,18 @@ class ParallelResult(ResultRows):
     them per node; ``counters`` is the flat total over nodes and phases (with the scheduler's
     ``control_messages``). ``modeled_s`` is where the cost model plugs in: the time the
     profile named by ``connect(profile=...)`` would have taken for these counters
-    (``minidb.cost.modeled_time``), or None when no profile is set.
+    (``minidb.cost.modeled_time``), or None when no profile is set. ``phase_wall_s`` holds the
+    real seconds each phase took on this machine (never priced; see ``data_moved``).
     """
 
     def __init__(self, schema: Schema, records: np.ndarray, kind: str, rows: int, wall_s: float,
                  phases: list[dict], phase_names: list[str], scheduler_messages: int,
-                 plan_text: str, statement: str, modeled_s: float | None = None):
+                 plan_text: str, statement: str, modeled_s: float | None = None,
+                 phase_wall_s: list[float] | None = None):
         self._schema, self._records = schema, records
         self.kind, self.rows, self.wall_s, self.statement = kind, rows, wall_s, statement
         self.phases, self.phase_names = phases, phase_names
+        self.phase_wall_s = list(phase_wall_s or [])
         self.scheduler_messages = scheduler_messages
         self._plan_text = plan_text
         self.modeled_s = modeled_s
@@ -216,6 +219,25 @@ class ParallelResult(ResultRows):
     def explain(self) -> str:
         return self._plan_text
 
+    def data_moved(self) -> list[dict]:
+        """What each phase pushed through its split tables, and how fast, on this machine.
+
+        One dict per phase: its ``name``, real ``wall_s``, the ``bytes`` its split tables
+        routed (to other nodes, short-circuited to their own node, or to the host), the
+        ``senders`` (nodes that routed any) and ``mb_s_per_node``: bytes / senders / wall
+        seconds, in MB/s (10**6 bytes). This is the exchange throughput the speed benchmarks
+        quote; it is measured, never priced (the modeled clock prices the packets instead).
+        """
+        out = []
+        for i, phase in enumerate(self.phases):
+            per_node = [sum(c.get(k, 0) for k in _ROUTED_BYTES) for c in phase.values()]
+            routed, senders = sum(per_node), sum(1 for b in per_node if b)
+            wall = self.phase_wall_s[i] if i < len(self.phase_wall_s) else float("nan")
+            rate = routed / senders / wall / 1e6 if senders and wall > 0 else 0.0
+            out.append({"name": self.phase_names[i], "wall_s": wall, "bytes": routed,
+                        "senders": senders, "mb_s_per_node": rate})
+        return out
+
     def modeled(self, profile, page_size: int, **options):
         """The full ``ModeledTime`` (per phase and node, with bottlenecks) of this statement on
         ``profile``; ``options`` as for ``minidb.cost.modeled_time`` (e.g. ``startup="serial"``)."""
@@ -223,6 +245,10 @@ class ParallelResult(ResultRows):
 
     def __repr__(self) -> str:
         return f"ParallelResult({self.kind}, rows={self.rows}, phases={len(self.phases)}, wall_s={self.wall_s:.4f})"
+
+
+#: the counters of the bytes a split table routes (minidb.parallel.exchange.SplitTable)
+_ROUTED_BYTES = ("bytes_sent_remote", "bytes_short_circuited", "bytes_to_host")
 
 
 def _add(a: dict, b: dict) -> dict:
@@ -434,7 +460,7 @@ class ParallelDatabase:
         wall = time.perf_counter() - start
         return ParallelResult(schema, records, kind, rows, wall, run.phases, run.phase_names,
                               run.scheduler_messages, run.explain(), text,
-                              self._modeled(run))
+                              self._modeled(run), run.phase_wall_s)
 
     def _create_table_as(self, st: CreateTableAsStatement, run: _Run, partition) -> int:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
@@ -690,6 +716,7 @@ class _Run:
         self.placement: str | None = None
         self.phases: list[dict] = []
         self.phase_names: list[str] = []
+        self.phase_wall_s: list[float] = []
         self.scheduler_messages = 0
         self._plan: list[str] = []
         self._x = itertools.count()
@@ -702,7 +729,9 @@ class _Run:
         """Start ``calls`` at once, wait for all of them, collect every node's counters."""
         self._plan.append(f"phase {len(self.phases) + 1}: {name}")
         self._plan += [f"  {t}" for t in texts]
+        start = time.perf_counter()
         out = self.pdb.backend.call_many(calls, name)
+        self.phase_wall_s.append(time.perf_counter() - start)
         counters = self.pdb._take_counters(f"{name} (counters)")
         self.phases.append({n: c for n, c in enumerate(counters) if _nonzero(c)})
         self.phase_names.append(name)

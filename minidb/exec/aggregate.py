@@ -67,6 +67,7 @@ from minidb.storage.schema import (
     int_column,
     null_mask,
     set_null_mask,
+    take_records,
 )
 
 FUNCTIONS = ("MIN", "MAX", "SUM", "COUNT", "AVG")
@@ -473,7 +474,7 @@ class _Spill:
         pid = (hash_columns(part, self.op.group_names, seed=self.level) % np.uint64(fanout)).astype(np.int64)
         order = np.argsort(pid, kind="stable")
         bounds = np.cumsum(np.bincount(pid, minlength=fanout))[:-1]
-        for writer, piece in zip(self.writers, np.split(part[order], bounds), strict=True):
+        for writer, piece in zip(self.writers, np.split(take_records(part, order), bounds), strict=True):
             writer.write(piece)
 
     def close(self) -> list[HeapFile]:

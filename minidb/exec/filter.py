@@ -17,6 +17,7 @@ import numpy as np
 from minidb.exec.expr import Expr
 from minidb.exec.iterator import Operator
 from minidb.exec.scan import apply_predicate
+from minidb.storage.schema import take_records
 
 
 class Filter(Operator):
@@ -32,7 +33,7 @@ class Filter(Operator):
     def _next(self) -> np.ndarray | None:
         child = self.children[0]
         while (batch := self._pull(child)) is not None:
-            kept = batch[apply_predicate(self.predicate, batch)]
+            kept = take_records(batch, apply_predicate(self.predicate, batch))
             if len(kept):
                 return kept
         return None

@@ -49,7 +49,7 @@ from minidb.index._util import bounds_empty, coerce_bound, min_key, range_mask
 from minidb.index.btree import BPlusTree
 from minidb.storage.disk import Disk
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, take_records
 
 _EMPTY_RIDS = np.empty(0, dtype=np.int64)
 
@@ -141,10 +141,10 @@ class ClusteredFile:
         pages = self.buffer.read_run(self.heap.file, first, n, keep=keep)
         records, rids = self.heap.format.unpack(pages, first)
         mask = range_mask(records[self.key], lo, hi)
-        records, rids = records[mask], rids[mask]
+        records, rids = take_records(records, mask), rids[mask]
         if len(records):
             order = np.argsort(records[self.key], kind="stable")
-            yield records[order], rids[order]
+            yield take_records(records, order), rids[order]
 
     def scan(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Every record in file order (key order until pages have been split)."""
@@ -168,7 +168,7 @@ class ClusteredFile:
         records = np.asarray(records, dtype=self.schema.dtype)
         n = len(records)
         order = np.argsort(records[self.key], kind="stable")
-        recs = records[order]
+        recs = take_records(records, order)
         keys = recs[self.key]
         new_rids = np.empty(n, dtype=np.int64)
         moved_old = _EMPTY_RIDS

@@ -59,7 +59,7 @@ from minidb.index._util import (
 from minidb.storage.disk import Disk, PagedFile
 from minidb.storage.heapfile import CLUSTER_BYTES, HeapFile
 from minidb.storage.page import HASH_BUCKET, HEADER_SIZE, set_headers
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, take_records
 
 #: target fill of the primary bucket pages when a file or index is built
 BUILD_FILL = 0.8
@@ -92,7 +92,7 @@ class HashFile:
             bucket_of(records[key], nb), nb, cap)
         body = np.zeros(total * cap, dtype=schema.dtype)
         live = np.zeros(total * cap, dtype=bool)
-        body[page_of * cap + slot_of] = records[order]
+        body[page_of * cap + slot_of] = take_records(records, order)
         live[page_of * cap + slot_of] = True
         pages = np.zeros((total, disk.page_size), dtype=np.uint8)
         set_headers(pages, np.arange(total), HASH_BUCKET, counts, links)
@@ -148,7 +148,7 @@ class HashFile:
             link = get_link(page)
             self.buffer.unfix(f, page_no)
             mask = records[self.key] == k
-            out_r.append(records[mask])
+            out_r.append(take_records(records, mask))
             out_i.append(rids[mask])
             page_no = link
         return np.concatenate(out_r), np.concatenate(out_i)

@@ -74,7 +74,7 @@ from minidb.errors import FragmentCoverageError, MinidbError, PartitioningError,
 from minidb.exec.expr import Expr
 from minidb.hashing import hash_columns
 from minidb.plugins import lookup, register
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, take_records
 
 Value = int | float | str
 
@@ -687,7 +687,7 @@ def split(batch: np.ndarray, destinations: np.ndarray, num_nodes: int) -> list[n
         return [batch]
     order = np.argsort(dest, kind="stable")
     counts = np.bincount(dest.astype(np.int64, copy=False), minlength=n)
-    return np.split(batch[order], np.cumsum(counts)[:-1])
+    return np.split(take_records(batch, order), np.cumsum(counts)[:-1])
 
 
 # -- small helpers ------------------------------------------------------------------------------

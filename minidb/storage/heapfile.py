@@ -23,7 +23,7 @@ import numpy as np
 from minidb.buffer.manager import BufferManager
 from minidb.storage.disk import PagedFile
 from minidb.storage.page import HeapPageFormat, Predicate
-from minidb.storage.schema import Schema, concat_records
+from minidb.storage.schema import Schema, concat_records, take_records
 
 #: bytes moved per disk transfer by a scan; the same for every page size, so a 4 KB page costs
 #: no more Python work than a 32 KB one. Volcano's tuned runs used 32 KB clusters; a megabyte
@@ -106,7 +106,7 @@ class HeapFile:
         rids = np.asarray(rids, dtype=np.int64)
         records = np.asarray(records, dtype=self.schema.dtype)
         order = np.argsort(rids, kind="stable")
-        rids, records = rids[order], records[order]
+        rids, records = rids[order], take_records(records, order)
         start = 0
         for page_no, slots in _by_page(rids, self.capacity):
             page = self.buffer.fix(self.file, page_no)

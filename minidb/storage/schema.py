@@ -306,6 +306,17 @@ def set_null_mask(batch: np.ndarray, column: str, mask: np.ndarray | None) -> No
         batch[column][mask] = np.zeros(1, dtype=batch.dtype[column])[0]
 
 
+def take_records(batch: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """``batch[which]`` (an index array or a boolean mask) for a batch of records, copied as raw
+    bytes: numpy gathers a structured array field by field, about ten times slower than the same
+    bytes gathered as whole records (measured on 208-byte Wisconsin tuples). The result has the
+    batch's dtype, and equals ``batch[which]`` byte for byte. Other arrays are indexed as usual."""
+    if batch.dtype.names is None or batch.ndim != 1:
+        return batch[which]
+    raw = np.ascontiguousarray(batch).view(np.dtype((np.void, batch.dtype.itemsize)))
+    return raw[which].view(batch.dtype)
+
+
 def concat_records(parts: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """``np.concatenate(parts)`` for batches of records that all have layout ``dtype``, copied as
     raw bytes: numpy's own concatenate first works out a common structured type field by field,

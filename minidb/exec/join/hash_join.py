@@ -49,7 +49,7 @@ from minidb.exec.expr import Expr, is_true
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.join.nested_loops import concat_rows, joined_schema
 from minidb.exec.store import SpoolWriter, tuples_per_page
-from minidb.storage.schema import NULLS, null_mask
+from minidb.storage.schema import NULLS, null_mask, take_records
 
 MIN_PAGES = 1
 
@@ -110,9 +110,9 @@ class HashJoin(Operator):
     def _load(self, table: np.ndarray) -> None:
         """Make ``table`` the hash table (here: sorted on the build key)."""
         if (nulls := null_mask(table, self.build_key)) is not None:
-            table = table[~nulls]  # a NULL key equals nothing, not even another NULL
+            table = take_records(table, ~nulls)  # a NULL key equals nothing, not even another NULL
         order = np.argsort(table[self.build_key], kind="stable")
-        self._table = table[order]
+        self._table = take_records(table, order)
         self._keys = self._table[self.build_key]
 
     def _next(self) -> np.ndarray | None:
@@ -142,7 +142,7 @@ class HashJoin(Operator):
             matched = np.zeros(len(batch), dtype=bool)
             yield from self._probe(batch, matched)
             if self.outer and spooled is None and not matched.all():
-                yield self._pad(batch[~matched])
+                yield self._pad(take_records(batch, ~matched))
             elif self.outer:
                 self._matched.append(matched)
         if self._overflow is None:
@@ -162,7 +162,7 @@ class HashJoin(Operator):
                 for batch, _ in probe_file.scan(keep=False):
                     mine, at = matched[at : at + len(batch)], at + len(batch)
                     if not mine.all():
-                        yield self._pad(batch[~mine])
+                        yield self._pad(take_records(batch, ~mine))
         finally:
             self.ctx.drop_temp(build_file)
             self.ctx.drop_temp(probe_file)
@@ -209,10 +209,11 @@ class HashJoin(Operator):
         step = self.ctx.batch_rows
         for start in range(0, total, step):
             sl = slice(start, start + step)
-            pairs = concat_rows(batch[probe_idx[sl]], self._table[build_idx[sl]], self.schema.dtype)
+            pairs = concat_rows(take_records(batch, probe_idx[sl]),
+                                take_records(self._table, build_idx[sl]), self.schema.dtype)
             if self.condition is not None:
                 keep = is_true(self.condition, pairs)
-                pairs, matched[probe_idx[sl][keep]] = pairs[keep], True
+                pairs, matched[probe_idx[sl][keep]] = take_records(pairs, keep), True
             else:
                 matched[probe_idx[sl]] = True
             self.stats.add("matches", len(pairs))
