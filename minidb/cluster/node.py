@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from minidb.catalog import Table, _stats_of, stats_to_json
+from minidb.catalog import Table, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
@@ -34,7 +34,13 @@ from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
-from minidb.parallel.exchange import ExchangeReceive, Inbox, SplitTable
+from minidb.parallel.exchange import (
+    FLUSH_BYTES,
+    RAY_FLUSH_BYTES,
+    ExchangeReceive,
+    Inbox,
+    SplitTable,
+)
 from minidb.sql.execute import new_records
 from minidb.sql.hints import Hints, parse_hints
 from minidb.sql.operators import Materialize
@@ -190,6 +196,12 @@ class Node:
         except ray.exceptions.RayActorError as e:
             raise MinidbError(f"node {self.node_id}: a consumer node died ({type(e).__name__})") from None
 
+    def _flush_bytes(self) -> int:
+        """How many bytes a split table gathers per message: larger when a message is a Ray
+        actor call (see ``minidb.parallel.exchange.RAY_FLUSH_BYTES``)."""
+        inline = all(isinstance(peer, Node) for peer in self.peers)
+        return FLUSH_BYTES if inline else RAY_FLUSH_BYTES
+
     def receive(self, exchange_id: str, producer: int, item, packets: int) -> None:
         """A message from node ``producer``'s split table (called by other nodes)."""
         self.inbox.put(exchange_id, producer, item, self.timeout)
@@ -256,7 +268,7 @@ class Node:
                 split = SplitTable(_Opened(root), self.node_id, sink.get("exchange", spec["id"]),
                                    sink.get("mode", "host"), sink.get("consumers", []),
                                    sink.get("partitioner"), self._send, self._wait, self._local,
-                                   self.packet_bytes)
+                                   self.packet_bytes, self._flush_bytes())
                 split.run()
                 self._count_split(split)
                 if sink["kind"] == "host":
@@ -289,8 +301,9 @@ class Node:
         with self._lock:
             self._add_tuples("store", len(records))
             self._work["tuples_inserted"] += len(records)
+        stats = self.db.catalog.get(name).stats  # computed once, as the fragment was stored
         return {"records": len(records),
-                "stats": {c.name.lower(): stats_to_json(_stats_of(records[c.name]))
+                "stats": {c.name.lower(): stats_to_json(stats[c.name.lower()])
                           for c in schema.columns}}
 
     def insert_held(self, key: str, table: str) -> int:
@@ -349,7 +362,7 @@ class Node:
         if moves:
             split = SplitTable(ArrayScan(t.schema, records[~stay]), self.node_id, exchange_id,
                                "partition", consumers, partitioner, self._send,
-                               self._wait, self._local, self.packet_bytes)
+                               self._wait, self._local, self.packet_bytes, self._flush_bytes())
             split.run()
             self._count_split(split)
         return len(records)
