@@ -124,7 +124,7 @@ def overhead(tables: dict, repeat: int, log: Callable[[str], object]) -> list[tu
                 db.create_table(name, table)
             for query, sql in OVERHEAD_QUERIES.items():
                 sql = sql.format(one_pct=one_pct)
-                took, result = best_of(repeat, lambda sql=sql: db.sql(sql).to_arrow())
+                took, result = best_of(repeat, lambda sql=sql, db=db: db.sql(sql).to_arrow())
                 times.setdefault(query, []).append(took)
                 log(f"{label}: {query}: {took:.3f} s, {result.num_rows:,} rows")
         finally:

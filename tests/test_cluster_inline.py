@@ -56,6 +56,24 @@ def test_counters_phases_and_control_messages(wisconsin_pair):
         assert list(one.per_node) == [1] and one.rows == 1000
 
 
+def test_data_moved_accounts_for_every_routed_byte(wisconsin_pair):
+    with minidb.connect(nodes=3, backend="inline") as db:
+        load(db, wisconsin_pair, "round_robin")
+        r = db.sql("SELECT * FROM a JOIN b ON a.unique1 = b.unique2")
+        moved = r.data_moved()
+        assert [p["name"] for p in moved] == r.phase_names == ["build", "probe"]
+        assert len(r.phase_wall_s) == 2 and all(t > 0 for t in r.phase_wall_s)
+        routed = sum(r.counters[k] for k in ("bytes_sent_remote", "bytes_short_circuited",
+                                             "bytes_to_host"))
+        assert sum(p["bytes"] for p in moved) == routed > 0
+        # round robin: both relations are repartitioned on the join key by all three nodes
+        assert [p["senders"] for p in moved] == [3, 3]
+        build = moved[0]
+        assert build["bytes"] == len(wisconsin_pair[1]) * 208  # b's whole tuples hashed on unique2
+        assert build["mb_s_per_node"] == pytest.approx(
+            build["bytes"] / 3 / build["wall_s"] / 1e6)
+
+
 def test_avg_order_limit_insert_delete(wisconsin_pair):
     with minidb.connect(nodes=3, backend="inline") as db:
         db.create_table("a", wisconsin_pair[0], partition="hash(unique1)")

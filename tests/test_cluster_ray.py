@@ -29,8 +29,16 @@ def test_ray_matches_duckdb_and_inline(nodes, ray_session, wisconsin_pair):
         want = check_against_duckdb(idb, oracle(wisconsin_pair))
         for g, w in zip(got, want, strict=True):
             check_packets(g)
-            assert g.counters == w.counters, g.statement
-            assert g.phases == w.phases
+            # messages_sent is how the tuples were grouped into transport messages (larger on
+            # Ray, where each is an actor call); every counter the cost model prices is equal
+            assert _priced(g.counters) == _priced(w.counters), g.statement
+            assert [{n: _priced(c) for n, c in p.items()} for p in g.phases] == \
+                [{n: _priced(c) for n, c in p.items()} for p in w.phases]
+
+
+def _priced(counters: dict) -> dict:
+    return {k: (_priced(v) if isinstance(v, dict) else v) for k, v in counters.items()
+            if k != "messages_sent"}
 
 
 def test_dead_node_gives_an_error_naming_it(ray_session, wisconsin_pair):
