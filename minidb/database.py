@@ -66,6 +66,7 @@ from minidb.catalog import (
     DamagedTable,
     Table,
     files_named,
+    load_table,
     read_json,
     reserve_file_names,
     write_json_atomically,
@@ -79,6 +80,7 @@ from minidb.sql.planner import Planner, explain_tree
 from minidb.sql.translate import SelectStatement, translate
 from minidb.storage.disk import Disk
 from minidb.storage.schema import Schema
+from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 
 RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
@@ -188,32 +190,32 @@ class Database:
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source: Any, organization: str = "heap", key: str | None = None,
-                     schema: Schema | pa.Schema | None = None) -> Table:
-        """Load a relation from an Arrow table, a Parquet file or a generator spec.
+                     schema: Schema | pa.Schema | None = None,
+                     batch_rows: int = DEFAULT_BATCH_ROWS) -> Table:
+        """Load a relation from an Arrow table, a Parquet file, a generator spec or batches.
 
-        ``source``: a ``pyarrow.Table`` (or RecordBatch), the path of a Parquet file, or a
+        ``source``: a ``pyarrow.Table`` (or RecordBatch), the path of a Parquet file, a
         generator spec ``"wisconsin:10000"`` / ``"wisconsin:10000:seed"`` (see
-        ``minidb.datagen``). ``organization``: "heap", "clustered" (sorted on ``key`` with a
-        B+ tree, Gamma) or "hash" (hashed on ``key``, Teradata). ``schema`` fixes the layout
-        (e.g. char widths) instead of deriving it from the data.
+        ``minidb.datagen``), or an iterable of record batches (e.g.
+        ``minidb.datagen.generate_batches``). ``organization``: "heap", "clustered" (sorted on
+        ``key`` with a B+ tree, Gamma) or "hash" (hashed on ``key``, Teradata). ``schema`` fixes
+        the layout (e.g. char widths) instead of deriving it from the data.
+
+        The load is a stream (``minidb.storage.sources``): ``batch_rows`` rows at a time are
+        converted, summarized for the statistics and written, so a heap or clustered load holds
+        a few batches, not the table; the table is the same for every batch size.
         """
         self._check_open()
         check_table_name(name)
         if self.catalog.has(name):
             raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
-        data = _load_source(source)
-        if schema is None:
-            layout = Schema.from_arrow(data.schema, data)
-        elif isinstance(schema, Schema):
-            layout = schema
-        elif isinstance(schema, pa.Schema):
-            layout = Schema.from_arrow(schema, data)
-        else:
-            raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
+        check_batch_rows(batch_rows)
+        src = open_source(source)
+        layout = source_layout(src, schema)
         if layout.has_column(RID):
             raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
-        records = layout.records_from_arrow(data, what=f"table {name!r}")
-        table = Table.create(self.disk, self.buffer, name, layout, records, organization, key)
+        table = load_table(self.disk, self.buffer, name, layout, src.batches(batch_rows),
+                           organization, key, src.num_rows)
         self.catalog.add(table)
         self.checkpoint()
         return table
@@ -497,6 +499,17 @@ def _free_name(folder: Path, name: str) -> Path:
         path, n = folder / f"{name}.{n}", n + 1
     return path
 
+
+
+def source_layout(src: BatchSource, schema: Schema | pa.Schema | None) -> Schema:
+    """The layout a load stores: ``schema`` as given, or derived from the source's data."""
+    if schema is None:
+        return src.layout()
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, pa.Schema):
+        return src.layout_with(schema)
+    raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
 
 def _load_source(source: Any) -> pa.Table:
     if isinstance(source, pa.Table):
