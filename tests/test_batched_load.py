@@ -226,3 +226,50 @@ def test_empty_sources():
         db.create_table("c", empty, organization="clustered", key="unique1")
         assert db.sql("SELECT COUNT(*) FROM a").to_pylist() == [(0,)]
         assert db.sql("SELECT COUNT(*) FROM c").to_pylist() == [(0,)]
+
+
+# -- the parallel load --------------------------------------------------------------------------
+@pytest.mark.parametrize("partition", ["round_robin", "hash(unique1)", "range_uniform(unique2)",
+                                       "range(unique1: 700)", "hash(stringu1)"])
+@pytest.mark.parametrize("batch_rows", [7, 333, 5000])
+def test_parallel_load_in_batches(monkeypatch, partition, batch_rows):
+    """Each node's fragment, its statistics and the host's are those of the whole-table load:
+    the partitioner routes the whole relation at once, each node loads its part at once. (A
+    small text sample, so the nodes' estimates depend on their fragment sizes.)"""
+    from minidb.parallel.partitioners import parse_partitioning
+
+    monkeypatch.setattr(catalog, "DISTINCT_SAMPLE", 50)
+    data = wisconsin(2000, seed=5)
+    with minidb.connect(nodes=2, backend="inline", page_size=PAGE) as pdb:
+        pdb.create_table("w", data, partition=partition, batch_rows=batch_rows)
+        shadow = pdb.host.catalog.get("w")
+        schema = shadow.schema
+        records = schema.records_from_arrow(data)
+        p = parse_partitioning(partition, schema, 2)
+        p.fit(records, 2)
+        want = p.partition(records)
+        assert shadow.num_records == len(records)
+        assert shadow.stats == {c.name.lower(): _stats_of(records[c.name]) for c in schema.columns}
+        for i, node in enumerate(pdb.backend.nodes):
+            t = node.db.catalog.get("w")
+            assert t.read_all().tobytes() == want[i].tobytes()
+            assert t.num_pages == -(-len(want[i]) // t.storage.capacity)
+            assert t.stats == {c.name.lower(): _stats_of(want[i][c.name]) for c in schema.columns}
+
+
+def test_parallel_load_from_an_iterator_and_clustered():
+    data = wisconsin(1500, seed=6)
+    with minidb.connect(nodes=2, backend="inline", page_size=PAGE) as pdb:
+        pdb.create_table("a", iter(data.to_batches(max_chunksize=100)), partition="hash(unique1)",
+                         organization="clustered", key="unique2", batch_rows=64)
+        pdb.create_table("b", data, partition="hash(unique1)", organization="clustered",
+                         key="unique2")
+        for name in ("a", "b"):
+            frags = pdb.fragments(name)
+            assert sum(len(f) for f in frags) == 1500
+            assert all(np.all(np.diff(f["unique2"]) > 0) for f in frags)
+        assert [f.tobytes() for f in pdb.fragments("a")] == [f.tobytes() for f in pdb.fragments("b")]
+        got = pdb.sql("SELECT COUNT(*), SUM(unique1) FROM a WHERE unique2 < 100").to_pylist()
+        assert got == [(100, sum(u for u, v in zip(data["unique1"].to_pylist(),
+                                                    data["unique2"].to_pylist(), strict=True)
+                                 if v < 100))]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from minidb.catalog import Table, _stats_of, stats_to_json
+from minidb.catalog import Table, TableLoader, _stats_of, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
@@ -134,6 +134,7 @@ class Node:
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, dict]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
+        self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._lock = threading.Lock()
         self._work: dict[str, Any] = {}
         self._io = self.db.disk.io.snapshot()
@@ -211,6 +212,29 @@ class Node:
         self.db.catalog.add(table)
         self.db.checkpoint()
         return len(records)
+
+    # a bulk load a batch at a time (the coordinator's create_table): begin, batches, end
+    def load_begin(self, name: str, schema: Schema, organization: str = "heap",
+                   key: str | None = None, num_rows: int | None = None) -> None:
+        """Start loading this node's fragment of ``name`` (``num_rows`` of them, if known)."""
+        self._loads[name] = TableLoader(self.db.disk, self.db.buffer, name, schema, organization,
+                                        key, num_rows)
+
+    def load_batch(self, name: str, records: np.ndarray) -> None:
+        self._loads[name].add(records)
+
+    def load_end(self, name: str) -> int:
+        """Finish the fragment and add it to this node's catalog; returns its tuple count."""
+        table = self._loads.pop(name).finish()
+        self.db.catalog.add(table)
+        self.db.checkpoint()
+        return table.num_records
+
+    def load_abort(self, name: str) -> None:
+        """Forget a load cut off by an error, removing the pages it wrote."""
+        loader = self._loads.pop(name, None)
+        if loader is not None:
+            loader.abort()
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
         self.db.create_index(table, column, clustered)

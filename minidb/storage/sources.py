@@ -50,6 +50,7 @@ class BatchSource:
     _batches: Any  # callable(rows) -> Iterator[pa.RecordBatch]
     whole_table: pa.Table | None = None  # the whole input, when it was given as one table
     _longest: Any = None  # callable(column name) -> longest value in bytes, when the source can
+    reusable: bool = True  # False for an iterator: ``batches`` may be called only once
 
     def batches(self, rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch | pa.Table]:
         """The source's rows in order, in batches of at most ``rows`` rows; an empty source
@@ -174,7 +175,7 @@ def iterable_source(items: Iterable) -> BatchSource:
             yield from _rebatch(first, rows)
         yield from _rebatch_all(iterator, rows)
 
-    return BatchSource(schema, known, batches)
+    return BatchSource(schema, known, batches, reusable=False)
 
 
 def _first(iterator: Iterator) -> Any:
