@@ -188,11 +188,17 @@ class HeapLoader:
 
     def add(self, records: np.ndarray) -> None:
         """Store the next batch (full pages now, the rest with the next batch)."""
-        if not len(records):
-            return
-        records = concat_records([self.held, records], self.heap.schema.dtype) \
-            if len(self.held) else np.asarray(records, dtype=self.heap.schema.dtype)
-        full = len(records) // self.heap.capacity * self.heap.capacity
+        records = np.asarray(records, dtype=self.heap.schema.dtype)
+        cap = self.heap.capacity
+        if len(self.held):  # complete the page begun by the last batch
+            need = cap - len(self.held)
+            self.held = concat_records([self.held, records[:need]], self.heap.schema.dtype)
+            records = records[need:]
+            if len(self.held) < cap:
+                return
+            self._write(self.held)
+            self.held = self.held[:0]
+        full = len(records) // cap * cap
         self._write(records[:full])
         self.held = records[full:].copy()
 
