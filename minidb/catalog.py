@@ -25,7 +25,8 @@ reports those moves and the secondary indexes are corrected with them (Gamma, Se
 "modify the key attribute" query relocates the tuple and must fix the secondary index).
 
 Each table also keeps cheap statistics for the planner: per column the minimum, the maximum and
-the number of distinct values, computed when the table is loaded. Later inserts and updates only
+the number of distinct values, computed when the table is loaded (batch by batch,
+``StatsBuilder``, with the values a pass over whole columns gives). Later inserts and updates only
 widen them (min/max grow; values outside the old range count as new distinct values; deletes are
 ignored), which is enough for the range-width selectivity estimate the planner makes.
 
@@ -43,6 +44,12 @@ file is missing is rebuilt from the data, the one structure that can be derived 
 missing data file or tree makes the table *damaged*: the database opens with its other tables,
 and a ``DamagedTable`` stands in the catalog for this one, so that any statement naming it fails
 with what is wrong, until it is dropped (its catalog entry is kept as it was meanwhile).
+
+Loading. ``TableLoader`` builds a table from batches of records as they come (the bulk load of
+``create_table``), holding a few batches: a heap file's full pages are written batch by batch,
+a clustered file's records go through an external merge sort
+(``minidb.storage.external_sort``); only a hash file holds all its records until the end. The
+result is the table ``Table.create`` makes from all the records at once, page for page.
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
 table's statistics are never recomputed after load except by widening, and count a NULL as the

@@ -55,7 +55,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from minidb.buffer.manager import BufferManager
 from minidb.catalog import (
@@ -510,36 +509,6 @@ def source_layout(src: BatchSource, schema: Schema | pa.Schema | None) -> Schema
     if isinstance(schema, pa.Schema):
         return src.layout_with(schema)
     raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
-
-def _load_source(source: Any) -> pa.Table:
-    if isinstance(source, pa.Table):
-        return source
-    if isinstance(source, pa.RecordBatch):
-        return pa.Table.from_batches([source])
-    if isinstance(source, bytes):  # a file name that is not valid UTF-8, as the OS gives it
-        source = os.fsdecode(source)
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if path.exists():
-            try:  # Python opens the file: Arrow cannot take a name that is not UTF-8
-                with open(path, "rb") as file:
-                    return pq.read_table(file)
-            except (pa.ArrowInvalid, OSError) as e:
-                raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
-        spec = re.fullmatch(r"([A-Za-z_]+):(\d+)(?::(\d+))?", str(source))
-        if spec:
-            from minidb.datagen import generate
-
-            return generate(spec.group(1), int(spec.group(2)), seed=int(spec.group(3) or 0))
-        raise MinidbError(
-            f"no file {str(source)!r}; source must be a pyarrow Table, a Parquet file path or a "
-            "generator spec like 'wisconsin:10000'"
-        )
-    raise MinidbError(
-        f"source must be a pyarrow Table, a Parquet file path or a generator spec, "
-        f"not {type(source).__name__}"
-    )
-
 
 def _counters(io, buf, plan: Operator) -> dict[str, int]:
     """The flat counter dictionary of one statement."""

@@ -110,7 +110,8 @@ class Node:
     Life cycle: the backend builds the node (its data directory and single-node engine, empty)
     and then calls ``connect`` with the other nodes (objects inline, actor handles with Ray), so
     its split tables can reach them. Loading: ``create_fragment`` stores this node's share of a
-    relation, ``create_index`` indexes it. Each query phase: the coordinator starts fragments
+    relation at once (a CREATE TABLE AS result), ``load_begin`` / ``load_batch`` / ``load_end``
+    a batch at a time (the coordinator's bulk load); ``create_index`` indexes it. Each query phase: the coordinator starts fragments
     with ``run`` (or ``start`` then, in a later phase, ``drain`` for a hash join whose table is
     built in one phase and probed in the next); while they run, other nodes' split tables call
     ``receive`` concurrently; after the phase, ``take_counters`` hands over what the node did in

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,23 +130,38 @@ def table_source(table: pa.Table) -> BatchSource:
 
 
 def parquet_source(path: Path) -> BatchSource:
-    """A Parquet file, read a few row groups at a time."""
-    try:  # Python opens the file: Arrow cannot take a name that is not UTF-8
-        file = pq.ParquetFile(open(path, "rb"))  # noqa: SIM115 (closed by the last batch)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
-    schema = file.schema_arrow
+    """A Parquet file, read a row group or so at a time (the file is opened by each reading)."""
+    with _open_parquet(path) as file:
+        schema, num_rows = file.schema_arrow, file.metadata.num_rows
 
     def batches(rows: int) -> Iterator[pa.RecordBatch]:
-        try:
-            yield from file.iter_batches(batch_size=rows)
-        except (pa.ArrowInvalid, OSError) as e:
-            raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
+        with _open_parquet(path) as file:
+            try:
+                yield from file.iter_batches(batch_size=rows)
+            except (pa.ArrowInvalid, OSError) as e:
+                raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
 
     def longest(name: str) -> int:
-        return _longest(file.read(columns=[name]).column(0))
+        with _open_parquet(path) as file:
+            return _longest(file.read(columns=[name]).column(0))
 
-    return BatchSource(schema, file.metadata.num_rows, batches, None, longest)
+    return BatchSource(schema, num_rows, batches, None, longest)
+
+
+@contextmanager
+def _open_parquet(path: Path) -> Iterator[pq.ParquetFile]:
+    """``path`` as a ParquetFile, closed at the end; Python opens the file, since Arrow cannot
+    take a name that is not UTF-8."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below)
+    except OSError as e:
+        raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
+    with handle:
+        try:
+            file = pq.ParquetFile(handle)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
+        yield file
 
 
 def iterable_source(items: Iterable) -> BatchSource:
