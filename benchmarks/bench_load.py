@@ -132,6 +132,24 @@ def measure(case: str, rows: int, batch_rows: int, repeat: int = 1) -> dict:
             "before": max(r["before"] for r in runs)}
 
 
+def report(rows: int, batch_rows: int = 65_536, repeat: int = 1, cases: list[str] | None = None,
+           out=print) -> None:
+    """Measure the cases and print one table: seconds, MB/s, peak memory over the input, and
+    the time over DuckDB's."""
+    megabytes = rows * 208 / 1e6
+    out(f"loading {rows:,} Wisconsin tuples = {megabytes:.0f} MB as stored; batches of "
+        f"{batch_rows:,} rows ({batch_rows * 208 / 1e6:.1f} MB); best of {repeat}; "
+        f"load average {os.getloadavg()[0]:.1f}")
+    results = {c: measure(c, rows, batch_rows, repeat) for c in (cases or list(CASES))}
+    duck = results.get("duckdb")
+    out(f"{'case':<36}{'seconds':>9}{'MB/s':>8}{'input MB':>10}{'peak over input MB':>20}"
+        f"{'x duckdb':>10}")
+    for case, r in results.items():
+        ratio = f"{r['seconds'] / duck['seconds']:>9.1f}x" if duck else ""
+        out(f"{CASES[case][0]:<36}{r['seconds']:>9.2f}{megabytes / r['seconds']:>8.0f}"
+            f"{r['before'] / 1e6:>10.0f}{r['over_input'] / 1e6:>20.0f}{ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -144,19 +162,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(run_case(*args.child, args.rows, args.batch_rows)))
         return
-    megabytes = args.rows * 208 / 1e6
-    print(f"{args.rows:,} Wisconsin tuples = {megabytes:.0f} MB as stored; batches of "
-          f"{args.batch_rows:,} rows ({args.batch_rows * 208 / 1e6:.1f} MB); best of {args.repeat}; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    results = {c: measure(c, args.rows, args.batch_rows, args.repeat)
-               for c in args.cases.split(",")}
-    duck = results.get("duckdb")
-    print(f"{'case':<36}{'seconds':>9}{'MB/s':>8}{'input MB':>10}{'peak over input MB':>20}"
-          f"{'x duckdb':>10}")
-    for case, r in results.items():
-        ratio = f"{r['seconds'] / duck['seconds']:>9.1f}x" if duck else ""
-        print(f"{CASES[case][0]:<36}{r['seconds']:>9.2f}{megabytes / r['seconds']:>8.0f}"
-              f"{r['before'] / 1e6:>10.0f}{r['over_input'] / 1e6:>20.0f}{ratio}")
+    report(args.rows, args.batch_rows, args.repeat, args.cases.split(","))
 
 
 if __name__ == "__main__":
