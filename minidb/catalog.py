@@ -48,7 +48,7 @@ with what is wrong, until it is dropped (its catalog entry is kept as it was mea
 Loading. ``TableLoader`` builds a table from batches of records as they come (the bulk load of
 ``create_table``), holding a few batches: a heap file's full pages are written batch by batch,
 a clustered file's records go through an external merge sort
-(``minidb.storage.external_sort``); only a hash file holds all its records until the end. The
+(``minidb.storage.external_sort``), a hash file's through an external sort by bucket. The
 result is the table ``Table.create`` makes from all the records at once, page for page.
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
@@ -664,8 +664,9 @@ class TableLoader:
     * heap: ``HeapLoader`` writes the full pages of each batch as it comes;
     * clustered: the batches go through an ``ExternalSorter`` (sorted runs of ``run_rows``
       records in temporary files, then a merge) into ``ClusteredFile.build_sorted``;
-    * hash: the bucket layout is computed from every key at once (``HashFile.build``), so the
-      records are held until ``finish`` (not bounded: the one organization that is not).
+    * hash: ``HashLoader`` (``minidb.index.hash_load``) spills the batches to a temporary file,
+      then, knowing the record count and so the bucket count, sorts them by bucket externally
+      and writes the bucket chains in page order.
     """
 
     def __init__(self, disk: Disk, buffer: BufferManager, name: str, schema: Schema,
@@ -678,7 +679,7 @@ class TableLoader:
         self.fname = file_name(name, self.organization)
         self.heap_loader = None
         self.sorter = None
-        self.held: list[np.ndarray] = []
+        self.hash_loader = None
         self.storage: Any = None
         if self.organization == "heap":
             from minidb.storage.heapfile import HeapLoader
@@ -688,6 +689,10 @@ class TableLoader:
             from minidb.storage.external_sort import ExternalSorter
 
             self.sorter = ExternalSorter(schema.dtype, self.key, run_rows)
+        else:
+            from minidb.index.hash_load import HashLoader
+
+            self.hash_loader = HashLoader(disk, buffer, self.fname, schema, self.key, run_rows)
 
     def add(self, records: np.ndarray) -> None:
         """Store (or, for a sorted or hashed file, take in) the next batch of records."""
@@ -699,7 +704,7 @@ class TableLoader:
         elif self.sorter is not None:
             self.sorter.add(records)
         else:
-            self.held.append(records)
+            self.hash_loader.add(records)
 
     def finish(self) -> Table:
         """Write what is left and give the new table (its files claimed, statistics set)."""
@@ -715,13 +720,7 @@ class TableLoader:
             finally:
                 self.sorter.close()
         else:
-            from minidb.index.hashfile import HashFile
-            from minidb.storage.schema import concat_records
-
-            records = concat_records(self.held, self.schema.dtype)
-            self.held = []
-            self.storage = HashFile.build(self.disk, self.buffer, self.fname, self.schema,
-                                          records, self.key)
+            self.storage = self.hash_loader.finish()
         table = Table(self.name, self.schema, self.disk, self.buffer, self.organization, self.key,
                       self.storage)
         table._num_records = self.rows
@@ -733,7 +732,8 @@ class TableLoader:
         """Remove every file this load wrote (after an error part way)."""
         if self.sorter is not None:
             self.sorter.close()
-        self.held = []
+        if self.hash_loader is not None:
+            self.hash_loader.close()
         for f in self.disk.open_files():
             if f.name == self.fname or f.name.startswith(f"{self.fname}."):
                 self.buffer.discard(f)

@@ -115,7 +115,9 @@ def test_batched_load_equals_whole_load(monkeypatch, table, organization, batch_
 
 @pytest.mark.parametrize("batch_rows", [1, 7, 64, 1000, 5000])
 @pytest.mark.parametrize("organization,key", [("heap", None), ("clustered", "unique2"),
-                                              ("clustered", "stringu1"), ("hash", "unique1")])
+                                              ("clustered", "stringu1"), ("clustered", "two"),
+                                              ("hash", "unique1"), ("hash", "stringu2"),
+                                              ("hash", "two")])  # two: long chains, empty buckets
 def test_wisconsin_in_batches(batch_rows, organization, key):
     data = wisconsin(3001, seed=4)
     whole, batched, disks = _load_both(Schema.from_arrow(data.schema), data, organization, key,
