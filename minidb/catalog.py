@@ -692,7 +692,8 @@ class TableLoader:
         else:
             from minidb.index.hash_load import HashLoader
 
-            self.hash_loader = HashLoader(disk, buffer, self.fname, schema, self.key, run_rows)
+            self.hash_loader = HashLoader(disk, buffer, self.fname, schema, self.key, run_rows,
+                                          num_rows)
 
     def add(self, records: np.ndarray) -> None:
         """Store (or, for a sorted or hashed file, take in) the next batch of records."""

@@ -6,8 +6,8 @@ first page of bucket b at page b and its overflow pages, in bucket order, after 
 pages (``chain_layout``). ``HashLoader`` gets there in three passes over temporary files, holding
 a few batches:
 
-1. ``add`` appends each batch to a temporary file as it comes (the record count, and so the
-   bucket count, is known only at the end);
+1. ``add`` appends each batch to a temporary file as it comes, when the record count, and so
+   the bucket count, is known only at the end (a source that says its row count skips this);
 2. ``finish`` reads it back in chunks, computes each record's bucket, counts the buckets, and
    sorts (bucket, record) pairs by bucket with an ``ExternalSorter`` (stable: input order within
    a bucket);
@@ -29,61 +29,86 @@ from pathlib import Path
 import numpy as np
 
 from minidb.buffer.manager import BufferManager
+from minidb.errors import MinidbError
 from minidb.index._util import bucket_of
 from minidb.storage.disk import Disk
 from minidb.storage.external_sort import ExternalSorter
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.page import HASH_BUCKET, HEADER_SIZE, set_headers
+from minidb.storage.page import HASH_BUCKET, HEADER_SIZE, HeapPageFormat, set_headers
 from minidb.storage.schema import Schema
 
 
 class HashLoader:
-    """Bulk-load a new ``HashFile`` on ``key`` a batch at a time (see the module docstring)."""
+    """Bulk-load a new ``HashFile`` on ``key`` a batch at a time (see the module docstring).
+
+    With ``num_rows`` given (the source said how many rows it has), the bucket count is known
+    from the start and pass 1 is skipped: each batch goes to the sorter as it comes; a source
+    that then yields another number of rows is an error."""
 
     def __init__(self, disk: Disk, buffer: BufferManager, name: str, schema: Schema, key: str,
-                 run_rows: int):
+                 run_rows: int, num_rows: int | None = None):
+        from minidb.index.hashfile import _num_buckets
+
         self.disk, self.buffer, self.name, self.schema, self.key = disk, buffer, name, schema, key
         self.run_rows = max(1, int(run_rows))
+        self.expected = num_rows
+        self.rows = 0
+        self.pair = np.dtype([("b", "<i8"), ("r", schema.dtype)])
         self.dir = Path(tempfile.mkdtemp(prefix="minidb-hashload-"))
         self.input = self.dir / "input.bin"
-        self.input.write_bytes(b"")
-        self.rows = 0
+        self.sorter = self.counts = None
+        if num_rows is not None:  # the bucket count is known: sort as the batches come
+            capacity = HeapPageFormat(disk.page_size, schema.dtype).capacity
+            self._start_sort(_num_buckets(num_rows, capacity))
+        else:
+            self.input.write_bytes(b"")
 
     def add(self, records: np.ndarray) -> None:
-        with open(self.input, "ab") as f:
-            np.ascontiguousarray(records, dtype=self.schema.dtype).tofile(f)
+        records = np.ascontiguousarray(records, dtype=self.schema.dtype)
         self.rows += len(records)
+        if self.sorter is not None:
+            self._sort(records)
+            return
+        with open(self.input, "ab") as f:
+            records.tofile(f)
 
     def finish(self):
         """Lay the records out and give the ``HashFile``."""
         from minidb.index.hashfile import HashFile, _num_buckets
 
         try:
+            if self.expected is not None and self.rows != self.expected:
+                raise MinidbError(f"the source said it has {self.expected:,} rows but gave "
+                                  f"{self.rows:,}; its num_rows is wrong")
             heap = HeapFile(self.disk.create(self.name), self.schema, self.buffer)
-            nb = _num_buckets(self.rows, heap.capacity)
-            pair = np.dtype([("b", "<i8"), ("r", self.schema.dtype)])
-            sorter = ExternalSorter(pair, "b", self.run_rows)
-            try:
-                counts = np.zeros(nb, dtype=np.int64)
+            if self.sorter is None:  # pass 2: now that the bucket count is known
+                self._start_sort(_num_buckets(self.rows, heap.capacity))
                 for chunk in self._input_chunks():
-                    pairs = np.empty(len(chunk), dtype=pair)
-                    pairs["b"] = bucket_of(chunk[self.key], nb)
-                    pairs["r"] = chunk
-                    counts += np.bincount(pairs["b"], minlength=nb)
-                    sorter.add(pairs)
-                writer = _ChainWriter(heap, counts, self.dir / "overflow.bin")
-                for batch in sorter.sorted_batches():
-                    writer.add(batch["b"], batch["r"])
-                writer.finish()
-            finally:
-                sorter.close()
+                    self._sort(chunk)
+            writer = _ChainWriter(heap, self.counts, self.dir / "overflow.bin")
+            for batch in self.sorter.sorted_batches():
+                writer.add(batch["b"], batch["r"])
+            writer.finish()
             heap.num_records = self.rows
-            return HashFile(heap, self.key, nb)
+            return HashFile(heap, self.key, len(self.counts))
         finally:
             self.close()
 
     def close(self) -> None:
+        if self.sorter is not None:
+            self.sorter.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _start_sort(self, num_buckets: int) -> None:
+        self.sorter = ExternalSorter(self.pair, "b", self.run_rows)
+        self.counts = np.zeros(num_buckets, dtype=np.int64)
+
+    def _sort(self, records: np.ndarray) -> None:
+        pairs = np.empty(len(records), dtype=self.pair)
+        pairs["b"] = bucket_of(records[self.key], len(self.counts))
+        pairs["r"] = records
+        self.counts += np.bincount(pairs["b"], minlength=len(self.counts))
+        self.sorter.add(pairs)
 
     def _input_chunks(self):
         size = self.schema.dtype.itemsize
