@@ -702,29 +702,28 @@ def _plain(v):
 
 
 # -- the bulk load's partitioning ----------------------------------------------------------------
-#: partitioners whose ``fit`` reads no data (it checks and records the number of nodes)
-_FIT_WITHOUT_DATA = (RoundRobin, Hash, Range, PredicateFragments)
+#: the ``fit`` methods that read no data (they check and record the number of nodes)
+_FITS_WITHOUT_DATA = {Partitioner.fit, RoundRobin.fit, Hash.fit, Range.fit, PredicateFragments.fit}
 
 
 def _fitted_batches(p: Partitioner, src: BatchSource, schema: Schema, batch_rows: int,
                     nodes: int, name: str):
     """Fit ``p`` for the load and give the load's batches of records (an iterator).
 
-    A partitioner that reads no data is fitted with none; range_uniform on the partitioning
-    column of the whole relation (a first pass, one column); any other partitioner that
-    overrides ``fit`` on the whole relation, which is then held (the one unbounded case)."""
-    what = f"table {name!r}"
-    batches = (schema.records_from_arrow(b, what=what) for b in src.batches(batch_rows))
-    learns = type(p).fit is not Partitioner.fit and not (
-        type(p) in _FIT_WITHOUT_DATA or (type(p).fit is RangeUniform.fit and src.reusable))
-    if learns:  # fitted on the relation itself, held in memory as before
+    A partitioner whose ``fit`` reads no data is fitted with none; range_uniform on its column
+    for the whole relation (a first pass over a source that can be read again); any other (a
+    user's class that overrides ``fit``) on the whole relation, which is then held in memory as
+    the one batch of the load."""
+    batches = (schema.records_from_arrow(b, what=f"table {name!r}") for b in src.batches(batch_rows))
+    fit = type(p).fit
+    if fit in _FITS_WITHOUT_DATA:
+        p.fit(None, nodes)
+    elif fit is RangeUniform.fit and src.reusable:
+        p.fit(_columns_of(p, src, schema, batch_rows), nodes)
+    else:
         whole = concat_records(list(batches), schema.dtype)
         p.fit(whole, nodes)
         return iter([whole])
-    if type(p).fit is RangeUniform.fit and type(p) not in _FIT_WITHOUT_DATA:
-        p.fit(_columns_of(p, src, schema, batch_rows), nodes)
-    else:
-        p.fit(None, nodes)
     return batches
 
 
