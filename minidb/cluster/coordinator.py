@@ -749,10 +749,6 @@ def _fragment_sizes(p: Partitioner, src: BatchSource, schema: Schema, batch_rows
             counts += np.bincount(router.route(batch), minlength=nodes)
     return [int(c) for c in counts]
 
-def _layout(data: pa.Table) -> Schema:
-    return Schema.from_arrow(data.schema, data)
-
-
 def _count(rows: int) -> Schema:
     from minidb.storage.schema import int_column
 
