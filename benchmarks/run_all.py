@@ -1,12 +1,14 @@
 """Run the minidb / DuckDB benchmarks and print one table of ratios, with the environment.
 
-Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3]
+Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3] [--skip-load]
 
 The measurements are those of ``bench_vs_duckdb.py`` (minidb on one node against DuckDB on one
 thread, best of ``repeat`` runs each); this script only adds what a reader needs to compare two
 runs: the Python, numpy, pyarrow and DuckDB versions, the CRC-32 implementation the page checksums
 use (zlib's, or ISA-L's when the optional ``isal`` package is installed), the processor and the
-cores this process may use. Wall times on a shared machine vary from run to run; compare ratios
+cores this process may use. Then ``bench_load.py``'s table: bulk-load MB/s and peak memory over
+the input, batched and whole-table, one node and two, against DuckDB's load (each case in its own
+subprocess; ``--skip-load`` leaves it out). Wall times on a shared machine vary from run to run; compare ratios
 measured in the same run.
 """
 
@@ -23,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_load import report as load_report  # noqa: E402
 from bench_vs_duckdb import measure  # noqa: E402
 
 from minidb.storage import page  # noqa: E402
@@ -56,6 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-load", action="store_true", help="leave out the bulk-load table")
     args = parser.parse_args()
 
     env = environment()
@@ -74,6 +78,9 @@ def main() -> None:
     (_, t4, c4), (_, t32, c32) = page_rows
     print(f"{'full scan 4 KB / 32 KB pages':<28}{t4:>10.3f}{t32:>10.3f}{t4 / t32:>7.1f}x"
           f"   ({c4['pages_read']:,} / {c32['pages_read']:,} pages read)")
+    if not args.skip_load:
+        print()
+        load_report(args.rows)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ reports those moves and the secondary indexes are corrected with them (Gamma, Se
 "modify the key attribute" query relocates the tuple and must fix the secondary index).
 
 Each table also keeps cheap statistics for the planner: per column the minimum, the maximum and
-the number of distinct values, computed when the table is loaded. Later inserts and updates only
+the number of distinct values, computed when the table is loaded (batch by batch,
+``StatsBuilder``, with the values a pass over whole columns gives). Later inserts and updates only
 widen them (min/max grow; values outside the old range count as new distinct values; deletes are
 ignored), which is enough for the range-width selectivity estimate the planner makes.
 
@@ -43,6 +44,12 @@ file is missing is rebuilt from the data, the one structure that can be derived 
 missing data file or tree makes the table *damaged*: the database opens with its other tables,
 and a ``DamagedTable`` stands in the catalog for this one, so that any statement naming it fails
 with what is wrong, until it is dropped (its catalog entry is kept as it was meanwhile).
+
+Loading. ``TableLoader`` builds a table from batches of records as they come (the bulk load of
+``create_table``), holding a few batches: a heap file's full pages are written batch by batch,
+a clustered file's records go through an external merge sort
+(``minidb.storage.external_sort``), a hash file's through an external sort by bucket. The
+result is the table ``Table.create`` makes from all the records at once, page for page.
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
 table's statistics are never recomputed after load except by widening, and count a NULL as the
@@ -156,6 +163,167 @@ def _distinct(values: np.ndarray) -> int:
     return len(values) if seen == len(sample) else seen
 
 
+
+# -- statistics of a load, a batch at a time -------------------------------------------------------
+#: a dense-integer bitmap may cover this many values before it must also be within 8 x the rows
+BITMAP_FLOOR = 1 << 22
+
+
+class StatsBuilder:
+    """Column statistics computed batch by batch, equal to ``_stats_of`` on the whole column.
+
+    ``add(records)`` takes the next batch of a load, ``finish()`` gives ``{column: ColumnStats}``.
+    ``num_rows``, when known before the load, makes the text distinct estimate the very one
+    ``_distinct`` makes (the same evenly spread sample); without it the sample is thinned as
+    the load goes (see ``_TextSample``), an estimate of the same kind but not the same values.
+    """
+
+    def __init__(self, schema: Schema, num_rows: int | None = None):
+        self.columns = [c.name for c in schema.columns]
+        self.builders = {c.name: _ColumnBuilder(schema.dtype[c.name], num_rows)
+                         for c in schema.columns}
+
+    def add(self, records: np.ndarray) -> None:
+        for name in self.columns:
+            self.builders[name].add(records[name])
+
+    def finish(self) -> dict[str, ColumnStats]:
+        return {name.lower(): self.builders[name].finish() for name in self.columns}
+
+
+class _ColumnBuilder:
+    """One column's running minimum, maximum and distinct count."""
+
+    def __init__(self, dtype: np.dtype, num_rows: int | None):
+        self.dtype = dtype
+        self.rows = 0
+        self.lo = self.hi = None  # numpy scalars of ``dtype``: ties keep the first, like argmin
+        # as ``_distinct``: integers exactly, floats and text from a sample
+        self.distinct: Any = _IntDistinct() if dtype.kind in "iu" else _TextSample(num_rows)
+
+    def add(self, values: np.ndarray) -> None:
+        if not len(values):
+            return
+        lo, hi = values[np.argmin(values)], values[np.argmax(values)]
+        if self.lo is None:
+            self.lo, self.hi = lo, hi
+        else:
+            both = np.array([self.lo, lo], dtype=self.dtype)
+            self.lo = both[np.argmin(both)]
+            both = np.array([self.hi, hi], dtype=self.dtype)
+            self.hi = both[np.argmax(both)]
+        self.distinct.add(values, self.rows)
+        self.rows += len(values)
+
+    def finish(self) -> ColumnStats:
+        if not self.rows:
+            return ColumnStats(None, None, 0)
+        return ColumnStats(self.lo.item(), self.hi.item(), self.distinct.count(self.rows))
+
+
+class _SortedDistinct:
+    """Exact distinct count: sorted unique runs, merged when two are about the same size (so
+    each value is re-sorted O(log n) times). Memory: the distinct values themselves."""
+
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    def add(self, values: np.ndarray, offset: int = 0) -> None:
+        self.runs.append(np.unique(values))
+        while len(self.runs) > 1 and len(self.runs[-2]) <= 2 * len(self.runs[-1]):
+            last = self.runs.pop()
+            self.runs[-1] = np.unique(np.concatenate([self.runs[-1], last]))
+
+    def count(self, rows: int = 0) -> int:
+        if len(self.runs) > 1:
+            self.runs = [np.unique(np.concatenate(self.runs))]
+        return int(len(self.runs[0])) if self.runs else 0
+
+
+class _IntDistinct:
+    """Exact distinct count of integers: a bitmap (one byte a value) over the range seen so far
+    while that range stays within ``max(BITMAP_FLOOR, 8 x rows)`` values, as the benchmark's
+    dense columns do; sorted unique runs (``_SortedDistinct``) once it does not."""
+
+    def __init__(self) -> None:
+        self.lo = self.hi = 0  # the smallest and largest value seen
+        self.base = 0  # the value bit 0 of ``seen`` stands for
+        self.seen: np.ndarray | None = None
+        self.sorted: _SortedDistinct | None = None
+
+    def add(self, values: np.ndarray, offset: int) -> None:
+        if self.sorted is not None:
+            self.sorted.add(values)
+            return
+        lo, hi = int(values.min()), int(values.max())
+        if self.seen is not None:
+            lo, hi = min(lo, self.lo), max(hi, self.hi)
+        if hi - lo + 1 > max(BITMAP_FLOOR, 8 * (offset + len(values))):
+            self._to_sorted()
+            self.sorted.add(values)
+            return
+        self._cover(lo, hi)
+        self.seen[values.astype(np.int64) - self.base] = True
+
+    def _cover(self, lo: int, hi: int) -> None:
+        """Make the bitmap reach lo..hi, with a quarter more room (growing is rare: a column's
+        first batch usually spans most of its range already)."""
+        if self.seen is None or lo < self.base or hi >= self.base + len(self.seen):
+            span = hi - lo + 1
+            grown = np.zeros(span + span // 4 + 1, dtype=bool)
+            base = lo - span // 8
+            if self.seen is not None:
+                old = self.seen[self.lo - self.base : self.hi - self.base + 1]
+                grown[self.lo - base : self.lo - base + len(old)] = old
+            self.base, self.seen = base, grown
+        self.lo, self.hi = lo, hi
+
+    def _to_sorted(self) -> None:
+        self.sorted = _SortedDistinct()
+        if self.seen is not None:
+            self.sorted.add(np.flatnonzero(self.seen).astype(np.int64) + self.base)
+        self.seen = None
+
+    def count(self, rows: int = 0) -> int:
+        if self.sorted is not None:
+            return self.sorted.count()
+        return int(np.count_nonzero(self.seen)) if self.seen is not None else 0
+
+
+class _TextSample:
+    """The float and text distinct estimate of ``_distinct``, from the values at rows 0, s, 2s, ... with
+    s = rows // DISTINCT_SAMPLE (every value when there are at most DISTINCT_SAMPLE rows).
+
+    With the row count known in advance the sample holds exactly ``_distinct``'s values. Without
+    it, rows are kept at a stride that doubles whenever more than 2 x DISTINCT_SAMPLE are held
+    (every other kept value is dropped); the estimate then uses that sample."""
+
+    def __init__(self, num_rows: int | None):
+        self.known = num_rows
+        self.step = max(1, num_rows // DISTINCT_SAMPLE) if num_rows and num_rows > DISTINCT_SAMPLE \
+            else 1
+        self.parts: list[np.ndarray] = []
+        self.held = 0
+
+    def add(self, values: np.ndarray, offset: int) -> None:
+        first = -(-offset // self.step) * self.step - offset  # the first sampled row in this batch
+        part = values[first :: self.step].copy()
+        self.parts.append(part)
+        self.held += len(part)
+        if self.known is None and self.held > 2 * DISTINCT_SAMPLE:
+            kept = np.concatenate(self.parts)[::2]  # rows 0, 2s, 4s, ...: stride 2s
+            self.parts, self.held, self.step = [kept], len(kept), 2 * self.step
+
+    def count(self, rows: int) -> int:
+        sample = np.concatenate(self.parts) if self.parts else np.empty(0)
+        if rows <= DISTINCT_SAMPLE:
+            return int(len(np.unique(sample)))
+        if self.known is None:  # thinned on the way: the stride _distinct would use is unknown
+            step = max(1, rows // DISTINCT_SAMPLE)
+            sample = sample[:: max(1, step // self.step)] if step > self.step else sample
+        seen = len(np.unique(sample))
+        return rows if seen == len(sample) else seen
+
 @dataclass
 class SecondaryIndex:
     """A non-clustered index on one column: ``kind`` is "btree" (Gamma) or "dense_hash" (Teradata)."""
@@ -206,23 +374,7 @@ class Table:
     def create(cls, disk: Disk, buffer: BufferManager, name: str, schema: Schema,
                records: np.ndarray, organization: str = "heap", key: str | None = None) -> Table:
         """Load ``records`` into a new table stored with the given file organization."""
-        organization = (organization or "heap").lower()
-        if organization not in ORGANIZATIONS:
-            raise MinidbError(
-                f"unknown organization {organization!r} for table {name!r}; "
-                f"use one of: {', '.join(ORGANIZATIONS)}"
-            )
-        if organization == "heap":
-            if key is not None:
-                raise MinidbError(
-                    f"table {name!r}: a key only makes sense for organization 'clustered' or 'hash'"
-                )
-        else:
-            if key is None:
-                raise MinidbError(
-                    f"table {name!r}: organization {organization!r} needs a key column (key=...)"
-                )
-            key = schema.column(key, name).name
+        organization, key = check_organization(name, schema, organization, key)
         records = np.asarray(records, dtype=schema.dtype)
         storage = _build_storage(disk, buffer, name, schema, records, organization, key)
         table = cls(name, schema, disk, buffer, organization, key, storage)
@@ -478,6 +630,130 @@ class Table:
         for c in self.schema.columns:
             self.stats[c.name.lower()].widen(records[c.name])
 
+
+
+def check_organization(name: str, schema: Schema, organization: str | None,
+                       key: str | None) -> tuple[str, str | None]:
+    """The organization (lower case) and key column name, or a one-line error."""
+    organization = (organization or "heap").lower()
+    if organization not in ORGANIZATIONS:
+        raise MinidbError(
+            f"unknown organization {organization!r} for table {name!r}; "
+            f"use one of: {', '.join(ORGANIZATIONS)}"
+        )
+    if organization == "heap":
+        if key is not None:
+            raise MinidbError(
+                f"table {name!r}: a key only makes sense for organization 'clustered' or 'hash'"
+            )
+        return organization, None
+    if key is None:
+        raise MinidbError(
+            f"table {name!r}: organization {organization!r} needs a key column (key=...)"
+        )
+    return organization, schema.column(key, name).name
+
+
+# -- bulk loading, a batch at a time --------------------------------------------------------------
+class TableLoader:
+    """Build a new table from batches of records, holding a constant number of batches.
+
+    ``add(records)`` stores the next batch, ``finish()`` returns the ``Table``, ``abort()``
+    removes what was written. The table is the one ``Table.create`` makes from all the records
+    at once: the same pages, tree and statistics (``StatsBuilder``), for any batch sizes.
+
+    * heap: ``HeapLoader`` writes the full pages of each batch as it comes;
+    * clustered: the batches go through an ``ExternalSorter`` (sorted runs of ``run_rows``
+      records in temporary files, then a merge) into ``ClusteredFile.build_sorted``;
+    * hash: ``HashLoader`` (``minidb.index.hash_load``) spills the batches to a temporary file,
+      then, knowing the record count and so the bucket count, sorts them by bucket externally
+      and writes the bucket chains in page order.
+    """
+
+    def __init__(self, disk: Disk, buffer: BufferManager, name: str, schema: Schema,
+                 organization: str = "heap", key: str | None = None, num_rows: int | None = None,
+                 run_rows: int = 2 * 65_536):
+        self.disk, self.buffer, self.name, self.schema = disk, buffer, name, schema
+        self.organization, self.key = check_organization(name, schema, organization, key)
+        self.stats = StatsBuilder(schema, num_rows)
+        self.rows = 0
+        self.fname = file_name(name, self.organization)
+        self.heap_loader = None
+        self.sorter = None
+        self.hash_loader = None
+        self.storage: Any = None
+        if self.organization == "heap":
+            from minidb.storage.heapfile import HeapLoader
+
+            self.heap_loader = HeapLoader(HeapFile(disk.create(self.fname), schema, buffer))
+        elif self.organization == "clustered":
+            from minidb.storage.external_sort import ExternalSorter
+
+            self.sorter = ExternalSorter(schema.dtype, self.key, run_rows)
+        else:
+            from minidb.index.hash_load import HashLoader
+
+            self.hash_loader = HashLoader(disk, buffer, self.fname, schema, self.key, run_rows,
+                                          num_rows)
+
+    def add(self, records: np.ndarray) -> None:
+        """Store (or, for a sorted or hashed file, take in) the next batch of records."""
+        records = np.asarray(records, dtype=self.schema.dtype)
+        self.stats.add(records)
+        self.rows += len(records)
+        if self.heap_loader is not None:
+            self.heap_loader.add(records)
+        elif self.sorter is not None:
+            self.sorter.add(records)
+        else:
+            self.hash_loader.add(records)
+
+    def finish(self) -> Table:
+        """Write what is left and give the new table (its files claimed, statistics set)."""
+        if self.heap_loader is not None:
+            self.storage = self.heap_loader.finish()
+        elif self.sorter is not None:
+            from minidb.index.clustered import ClusteredFile
+
+            try:
+                self.storage = ClusteredFile.build_sorted(
+                    self.disk, self.buffer, self.fname, self.schema, self.sorter.sorted_batches(),
+                    self.key)
+            finally:
+                self.sorter.close()
+        else:
+            self.storage = self.hash_loader.finish()
+        table = Table(self.name, self.schema, self.disk, self.buffer, self.organization, self.key,
+                      self.storage)
+        table._num_records = self.rows
+        table.stats = self.stats.finish()
+        table.claim_files()
+        return table
+
+    def abort(self) -> None:
+        """Remove every file this load wrote (after an error part way)."""
+        if self.sorter is not None:
+            self.sorter.close()
+        if self.hash_loader is not None:
+            self.hash_loader.close()
+        for f in self.disk.open_files():
+            if f.name == self.fname or f.name.startswith(f"{self.fname}."):
+                self.buffer.discard(f)
+                self.disk.drop(f)
+
+def load_table(disk: Disk, buffer: BufferManager, name: str, schema: Schema, batches,
+               organization: str = "heap", key: str | None = None, num_rows: int | None = None,
+               what: str | None = None) -> Table:
+    """A new table from ``batches`` (Arrow record batches, converted one at a time with
+    ``schema.records_from_arrow``); on any error the files written so far are removed."""
+    loader = TableLoader(disk, buffer, name, schema, organization, key, num_rows)
+    try:
+        for batch in batches:
+            loader.add(schema.records_from_arrow(batch, what=what or f"table {name!r}"))
+        return loader.finish()
+    except BaseException:
+        loader.abort()
+        raise
 
 # -- storage helpers ----------------------------------------------------------------------------
 def _build_storage(disk: Disk, buffer: BufferManager, name: str, schema: Schema,

@@ -55,7 +55,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from minidb.buffer.manager import BufferManager
 from minidb.catalog import (
@@ -66,6 +65,7 @@ from minidb.catalog import (
     DamagedTable,
     Table,
     files_named,
+    load_table,
     read_json,
     reserve_file_names,
     write_json_atomically,
@@ -79,6 +79,7 @@ from minidb.sql.planner import Planner, explain_tree
 from minidb.sql.translate import SelectStatement, translate
 from minidb.storage.disk import Disk
 from minidb.storage.schema import Schema
+from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 
 RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
@@ -188,32 +189,32 @@ class Database:
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source: Any, organization: str = "heap", key: str | None = None,
-                     schema: Schema | pa.Schema | None = None) -> Table:
-        """Load a relation from an Arrow table, a Parquet file or a generator spec.
+                     schema: Schema | pa.Schema | None = None,
+                     batch_rows: int = DEFAULT_BATCH_ROWS) -> Table:
+        """Load a relation from an Arrow table, a Parquet file, a generator spec or batches.
 
-        ``source``: a ``pyarrow.Table`` (or RecordBatch), the path of a Parquet file, or a
+        ``source``: a ``pyarrow.Table`` (or RecordBatch), the path of a Parquet file, a
         generator spec ``"wisconsin:10000"`` / ``"wisconsin:10000:seed"`` (see
-        ``minidb.datagen``). ``organization``: "heap", "clustered" (sorted on ``key`` with a
-        B+ tree, Gamma) or "hash" (hashed on ``key``, Teradata). ``schema`` fixes the layout
-        (e.g. char widths) instead of deriving it from the data.
+        ``minidb.datagen``), or an iterable of record batches (e.g.
+        ``minidb.datagen.generate_batches``). ``organization``: "heap", "clustered" (sorted on
+        ``key`` with a B+ tree, Gamma) or "hash" (hashed on ``key``, Teradata). ``schema`` fixes
+        the layout (e.g. char widths) instead of deriving it from the data.
+
+        The load is a stream (``minidb.storage.sources``): ``batch_rows`` rows at a time are
+        converted, summarized for the statistics and written, so a heap or clustered load holds
+        a few batches, not the table; the table is the same for every batch size.
         """
         self._check_open()
         check_table_name(name)
         if self.catalog.has(name):
             raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
-        data = _load_source(source)
-        if schema is None:
-            layout = Schema.from_arrow(data.schema, data)
-        elif isinstance(schema, Schema):
-            layout = schema
-        elif isinstance(schema, pa.Schema):
-            layout = Schema.from_arrow(schema, data)
-        else:
-            raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
+        check_batch_rows(batch_rows)
+        src = open_source(source)
+        layout = source_layout(src, schema)
         if layout.has_column(RID):
             raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
-        records = layout.records_from_arrow(data, what=f"table {name!r}")
-        table = Table.create(self.disk, self.buffer, name, layout, records, organization, key)
+        table = load_table(self.disk, self.buffer, name, layout, src.batches(batch_rows),
+                           organization, key, src.num_rows)
         self.catalog.add(table)
         self.checkpoint()
         return table
@@ -498,35 +499,16 @@ def _free_name(folder: Path, name: str) -> Path:
     return path
 
 
-def _load_source(source: Any) -> pa.Table:
-    if isinstance(source, pa.Table):
-        return source
-    if isinstance(source, pa.RecordBatch):
-        return pa.Table.from_batches([source])
-    if isinstance(source, bytes):  # a file name that is not valid UTF-8, as the OS gives it
-        source = os.fsdecode(source)
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if path.exists():
-            try:  # Python opens the file: Arrow cannot take a name that is not UTF-8
-                with open(path, "rb") as file:
-                    return pq.read_table(file)
-            except (pa.ArrowInvalid, OSError) as e:
-                raise MinidbError(f"cannot read {str(path)!r} as a Parquet file: {e}") from None
-        spec = re.fullmatch(r"([A-Za-z_]+):(\d+)(?::(\d+))?", str(source))
-        if spec:
-            from minidb.datagen import generate
 
-            return generate(spec.group(1), int(spec.group(2)), seed=int(spec.group(3) or 0))
-        raise MinidbError(
-            f"no file {str(source)!r}; source must be a pyarrow Table, a Parquet file path or a "
-            "generator spec like 'wisconsin:10000'"
-        )
-    raise MinidbError(
-        f"source must be a pyarrow Table, a Parquet file path or a generator spec, "
-        f"not {type(source).__name__}"
-    )
-
+def source_layout(src: BatchSource, schema: Schema | pa.Schema | None) -> Schema:
+    """The layout a load stores: ``schema`` as given, or derived from the source's data."""
+    if schema is None:
+        return src.layout()
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, pa.Schema):
+        return src.layout_with(schema)
+    raise MinidbError(f"schema must be a minidb Schema or a pyarrow Schema, not {type(schema).__name__}")
 
 def _counters(io, buf, plan: Operator) -> dict[str, int]:
     """The flat counter dictionary of one statement."""

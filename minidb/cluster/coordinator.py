@@ -69,6 +69,7 @@ must be the same when reopening).
 from __future__ import annotations
 
 import base64
+import copy
 import itertools
 import os
 import pickle
@@ -85,6 +86,7 @@ from minidb.catalog import (
     CATALOG_VERSION,
     CLUSTER_FILE,
     ColumnStats,
+    StatsBuilder,
     Table,
     _stats_of,
     read_json,
@@ -98,9 +100,9 @@ from minidb.database import (
     DEFAULT_PAGE_SIZE,
     Database,
     ResultRows,
-    _load_source,
     check_data_dir,
     check_name_argument,
+    source_layout,
 )
 from minidb.errors import MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import (
@@ -147,7 +149,8 @@ from minidb.sql.translate import (
     UpdateStatement,
     translate,
 )
-from minidb.storage.schema import Schema
+from minidb.storage.schema import Schema, concat_records
+from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 
 CLUSTER_FORMAT = "minidb-cluster"
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
@@ -342,32 +345,57 @@ class ParallelDatabase:
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source, partition="round_robin", organization: str = "heap",
-                     key: str | None = None, schema: Schema | pa.Schema | None = None) -> Table:
+                     key: str | None = None, schema: Schema | pa.Schema | None = None,
+                     batch_rows: int = DEFAULT_BATCH_ROWS) -> Table:
         """Decluster a relation over the disk nodes with ``partition`` (a spec string, a dict of
         predicates or a ``Partitioner``); the host routes the tuples and sends each disk node
-        its fragment, and the nodes load them in parallel."""
+        its fragment, and the nodes load them in parallel.
+
+        The load is a stream (``minidb.storage.sources``): each batch of ``batch_rows`` rows is
+        converted, partitioned and sent to the nodes as it comes, and each node stores it as it
+        arrives (``Node.load_batch``), so neither the host nor a node holds the relation. Two
+        cases read the source twice first (it must be readable again: a table, a file, a spec,
+        ``generate_batches``): a partitioner that learns from the data (range_uniform) is fitted
+        on the partitioning column alone, and each node is told its fragment's size before the
+        load when the relation has float or text columns (their statistics are estimated from a
+        sample whose spacing depends on that size). A partitioner class of a user's own that
+        overrides ``fit``, on an iterator, is fitted on the whole relation held in memory."""
         self._check_open()
-        data = _load_source(source)
-        shadow = self.host.create_table(name, data.slice(0, 0), schema=schema or _layout(data))
+        check_batch_rows(batch_rows)
+        src = open_source(source)
+        layout = source_layout(src, schema)
+        shadow = self.host.create_table(name, layout.arrow_schema().empty_table(), schema=layout)
+        loading = False
         try:
-            records = shadow.schema.records_from_arrow(data, what=f"table {name!r}")
             p = parse_partitioning(partition, shadow.schema, len(self.disk))
             if self.data_dir is not None:
                 partitioner_to_json(p)  # a partitioner that cannot be saved fails before the load
-            p.fit(records, len(self.disk))
-            parts = p.partition(records) if len(records) else [records] * len(self.disk)
-            self.backend.call_all("create_fragment", {
-                n: (name, shadow.schema, parts[i], organization, key) for i, n in enumerate(self.disk)
+            batches = _fitted_batches(p, src, shadow.schema, batch_rows, len(self.disk), name)
+            sizes = _fragment_sizes(p, src, shadow.schema, batch_rows, len(self.disk))
+            loading = True
+            self.backend.call_all("load_begin", {
+                n: (name, shadow.schema, organization, key, sizes[i]) for i, n in enumerate(self.disk)
             }, "load")
+            stats, rows = StatsBuilder(shadow.schema, src.num_rows), 0
+            for records in batches:
+                stats.add(records)
+                rows += len(records)
+                parts = p.partition(records) if len(records) else [records] * len(self.disk)
+                self.backend.call_all("load_batch", {
+                    n: (name, parts[i]) for i, n in enumerate(self.disk) if len(parts[i])
+                }, "load")
+            self.backend.call_all("load_end", {n: (name,) for n in self.disk}, "load")
         except BaseException:
             self.host.drop_table(name)
             try:
+                if loading:
+                    self.backend.call_all("load_abort", {n: (name,) for n in self.disk}, "load")
                 self._drop_everywhere(name)
             except MinidbError:  # e.g. a dead node: the first error is the one to report
                 pass
             raise
-        shadow.stats = {c.name.lower(): _stats_of(records[c.name]) for c in shadow.schema.columns}
-        shadow._num_records = len(records)
+        shadow.stats = stats.finish()
+        shadow._num_records = rows
         self.schemes[name.lower()] = p
         self._save()
         self._take_counters()
@@ -698,9 +726,54 @@ def _plain(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _layout(data: pa.Table) -> Schema:
-    return Schema.from_arrow(data.schema, data)
 
+# -- the bulk load's partitioning ----------------------------------------------------------------
+#: the ``fit`` methods that read no data (they check and record the number of nodes)
+_FITS_WITHOUT_DATA = {Partitioner.fit, RoundRobin.fit, Hash.fit, Range.fit, PredicateFragments.fit}
+
+
+def _fitted_batches(p: Partitioner, src: BatchSource, schema: Schema, batch_rows: int,
+                    nodes: int, name: str):
+    """Fit ``p`` for the load and give the load's batches of records (an iterator).
+
+    A partitioner whose ``fit`` reads no data is fitted with none; range_uniform on its column
+    for the whole relation (a first pass over a source that can be read again); any other (a
+    user's class that overrides ``fit``) on the whole relation, which is then held in memory as
+    the one batch of the load."""
+    batches = (schema.records_from_arrow(b, what=f"table {name!r}") for b in src.batches(batch_rows))
+    fit = type(p).fit
+    if fit in _FITS_WITHOUT_DATA:
+        p.fit(None, nodes)
+    elif fit is RangeUniform.fit and src.reusable:
+        p.fit(_columns_of(p, src, schema, batch_rows), nodes)
+    else:
+        whole = concat_records(list(batches), schema.dtype)
+        p.fit(whole, nodes)
+        return iter([whole])
+    return batches
+
+
+def _columns_of(p: Partitioner, src: BatchSource, schema: Schema, batch_rows: int) -> np.ndarray:
+    """The columns ``p`` routes on, for the whole relation (records with only those fields)."""
+    part = schema.project(p.columns)
+    pieces = [part.records_from_arrow(b) for b in src.batches(batch_rows)]
+    return concat_records(pieces, part.dtype)
+
+
+def _fragment_sizes(p: Partitioner, src: BatchSource, schema: Schema, batch_rows: int,
+                    nodes: int) -> list[int | None]:
+    """How many tuples each node will get, when its statistics need it and the source can be
+    read twice (routing a copy of ``p`` over the routing columns); None each otherwise."""
+    if not src.reusable or all(schema.dtype[c.name].kind in "iu" for c in schema.columns):
+        return [None] * nodes
+    router = copy.deepcopy(p)
+    part = schema.project(router.columns) if router.columns else None
+    counts = np.zeros(nodes, dtype=np.int64)
+    for b in src.batches(batch_rows):
+        batch = part.records_from_arrow(b) if part is not None else np.empty(b.num_rows, [("x", "u1")])
+        if len(batch):
+            counts += np.bincount(router.route(batch), minlength=nodes)
+    return [int(c) for c in counts]
 
 def _count(rows: int) -> Schema:
     from minidb.storage.schema import int_column

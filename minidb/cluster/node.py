@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from minidb.catalog import Table, stats_to_json
+from minidb.catalog import Table, TableLoader, stats_to_json
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
@@ -116,7 +116,8 @@ class Node:
     Life cycle: the backend builds the node (its data directory and single-node engine, empty)
     and then calls ``connect`` with the other nodes (objects inline, actor handles with Ray), so
     its split tables can reach them. Loading: ``create_fragment`` stores this node's share of a
-    relation, ``create_index`` indexes it. Each query phase: the coordinator starts fragments
+    relation at once (a CREATE TABLE AS result), ``load_begin`` / ``load_batch`` / ``load_end``
+    a batch at a time (the coordinator's bulk load); ``create_index`` indexes it. Each query phase: the coordinator starts fragments
     with ``run`` (or ``start`` then, in a later phase, ``drain`` for a hash join whose table is
     built in one phase and probed in the next); while they run, other nodes' split tables call
     ``receive`` concurrently; after the phase, ``take_counters`` hands over what the node did in
@@ -140,6 +141,7 @@ class Node:
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, dict]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
+        self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._lock = threading.Lock()
         self._work: dict[str, Any] = {}
         self._io = self.db.disk.io.snapshot()
@@ -223,6 +225,29 @@ class Node:
         self.db.catalog.add(table)
         self.db.checkpoint()
         return len(records)
+
+    # a bulk load a batch at a time (the coordinator's create_table): begin, batches, end
+    def load_begin(self, name: str, schema: Schema, organization: str = "heap",
+                   key: str | None = None, num_rows: int | None = None) -> None:
+        """Start loading this node's fragment of ``name`` (``num_rows`` of them, if known)."""
+        self._loads[name] = TableLoader(self.db.disk, self.db.buffer, name, schema, organization,
+                                        key, num_rows)
+
+    def load_batch(self, name: str, records: np.ndarray) -> None:
+        self._loads[name].add(records)
+
+    def load_end(self, name: str) -> int:
+        """Finish the fragment and add it to this node's catalog; returns its tuple count."""
+        table = self._loads.pop(name).finish()
+        self.db.catalog.add(table)
+        self.db.checkpoint()
+        return table.num_records
+
+    def load_abort(self, name: str) -> None:
+        """Forget a load cut off by an error, removing the pages it wrote."""
+        loader = self._loads.pop(name, None)
+        if loader is not None:
+            loader.abort()
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
         self.db.create_index(table, column, clustered)

@@ -91,6 +91,34 @@ def generate(
     return generator(rows, seed=seed, start=start, stop=stop, **options)
 
 
+
+class GeneratedBatches:
+    """The relation ``generate(name, rows, seed, **options)`` gives, as an iterable of slices of
+    ``batch_rows`` rows (each exactly those rows of the whole relation, see *Sliceable*), so a
+    load can store it without ever holding all of it. ``num_rows`` and ``schema`` are known
+    before the first slice is made; the memory check is made per slice."""
+
+    def __init__(self, name: str, rows: int, seed: int = 0, batch_rows: int = 65_536, **options):
+        self.name, self.seed, self.options = name, seed, options
+        self.num_rows = rows
+        self.batch_rows = batch_rows
+        self.schema = generate(name, rows, seed=seed, start=0, stop=0, **options).schema
+
+    def __iter__(self):
+        for start in range(0, self.num_rows, self.batch_rows):
+            stop = min(self.num_rows, start + self.batch_rows)
+            yield generate(self.name, self.num_rows, seed=self.seed, start=start, stop=stop,
+                           **self.options)
+
+
+def generate_batches(name: str, rows: int, seed: int = 0, batch_rows: int = 65_536,
+                     **options) -> GeneratedBatches:
+    """``generate(name, rows, seed, **options)`` as slices of ``batch_rows`` rows, for loading
+    in bounded memory: ``create_table("t", generate_batches("wisconsin", 10**7))``."""
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise MinidbError(f"batch_rows must be a whole number of at least 1, not {batch_rows!r}")
+    return GeneratedBatches(name, rows, seed, batch_rows, **options)
+
 #: bytes of memory a generated row needs, as ``(factor, extra)``: factor x the record width plus
 #: extra (the Arrow table, the generators' numpy intermediates and Parquet's buffers; measured
 #: on the six generators, the largest is below 2 x width + 64)
@@ -214,6 +242,8 @@ def shown_path(path: Path) -> str:
 __all__ = [
     "GENERATORS",
     "generate",
+    "generate_batches",
+    "GeneratedBatches",
     "write_parquet",
     "check_output_path",
     "shown_path",

@@ -83,6 +83,31 @@ class ClusteredFile:
                                    np.arange(len(pages), dtype=np.int64))
         return cls(heap, tree, key)
 
+    @classmethod
+    def build_sorted(cls, disk: Disk, buffer: BufferManager, name: str, schema: Schema,
+                     batches, key: str) -> ClusteredFile:
+        """``build`` from ``batches`` already in key order (an ``ExternalSorter``'s output),
+        a batch at a time: the same pages and tree as ``build`` of all the records."""
+        from minidb.storage.heapfile import HeapLoader
+
+        key = schema.column(key, name).name
+        heap = HeapFile(disk.create(name), schema, buffer)
+        loader, cap = HeapLoader(heap), heap.capacity
+        first_keys, seen = [], 0
+        for batch in batches:
+            first_keys.append(batch[key][-seen % cap :: cap].copy())  # rows 0, cap, 2 cap ...
+            seen += len(batch)
+            loader.add(batch)
+        loader.finish()
+        if not heap.num_pages:  # one page even when there are no records
+            heap.file.append_pages(heap.format.pack(np.empty(0, dtype=schema.dtype), 0))
+            buffer.counters.writes += 1
+        first_keys = np.concatenate(first_keys) if seen else np.empty(1, dtype=schema.dtype[key])
+        first_keys[0] = min_key(first_keys.dtype)
+        tree = BPlusTree.bulk_load(disk, buffer, f"{name}.sparse", first_keys,
+                                   np.arange(heap.num_pages, dtype=np.int64))
+        return cls(heap, tree, key)
+
     # -- shape --------------------------------------------------------------------------------
     @property
     def name(self) -> str:

@@ -152,6 +152,10 @@ class Disk:
         """Names (without ``.pages``) of every page file in the data directory."""
         return sorted(p.name[: -len(".pages")] for p in self.path.glob("*.pages"))
 
+    def open_files(self) -> list[PagedFile]:
+        """Every page file this disk has open (created or opened, not dropped)."""
+        return list(self._files.values())
+
     def other_files(self, f: PagedFile):
         """(name, id, page versions) of every open file but ``f``, to say where a stray page
         came from (see ``minidb.storage.page.verify``)."""

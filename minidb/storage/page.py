@@ -316,10 +316,15 @@ class HeapPageFormat:
         pages[:, HEADER_SIZE : self.records_offset] = np.packbits(
             live.reshape(npages, cap), axis=1, bitorder="little"
         )
-        body = np.zeros(npages * cap, dtype=self.record_dtype)
-        body[:n] = records
         end = self.records_offset + cap * self.width
-        pages[:, self.records_offset : end] = body.view(np.uint8).reshape(npages, cap * self.width)
+        full = n // cap  # full pages take the records' bytes as they are, without a copy first
+        if full:
+            flat = np.ascontiguousarray(records[: full * cap], dtype=self.record_dtype)
+            pages[:full, self.records_offset : end] = flat.view(np.uint8).reshape(full, cap * self.width)
+        if full < npages:
+            body = np.zeros(cap, dtype=self.record_dtype)
+            body[: n - full * cap] = records[full * cap :]
+            pages[full, self.records_offset : end] = body.view(np.uint8)
         return pages
 
     def live_mask(self, pages: np.ndarray) -> np.ndarray:
