@@ -67,6 +67,9 @@ class Case:
     arrays: dict[str, np.ndarray]
     check: Callable[[Case, dict], Verdict]
     about: str = ""
+    # what kind of input the case tries (``repeated values``, ``text column``...): every
+    # category of a part's hidden cases has public cases too, with other data
+    category: str = ""
 
     def job(self) -> dict:
         return {"id": self.id, **self.inputs}
