@@ -191,15 +191,17 @@ def check_trace(case: Case, observation: dict) -> Verdict:
                         f"{len(mine.evictions)} evictions with them")
     if lines:
         lines.append(counts + ".")
+        reason = lines[0]
         lines += _trace_lines(case)
-        return Verdict(False, "\n".join(lines))
+        return Verdict(False, "\n".join(lines), reason)
     summary = f"hits {mine.hits}, misses {mine.misses}; {counts}"
     if mine.victims == want["victims"] and (mine.hits, mine.misses) == (want["hits"], want["misses"]):
         return Verdict(True, f"{summary}; all {len(victims)} evictions chose the reference's frame.")
     lines.append(summary + ".")
     lines.append(_first_difference(case, mine, want["victims"]))
+    reason = f"{lines[-1]} ({summary})"
     lines += _trace_lines(case)
-    return Verdict(False, "\n".join(lines))
+    return Verdict(False, "\n".join(lines), reason)
 
 
 def _first_difference(case: Case, mine: Run, expected: list[int]) -> str:

@@ -80,6 +80,7 @@ def check_partition(case: Case, observation: dict, column: str, steps: list[Step
         raise Malformed(f"expected {len(steps)} step(s) in the answer")
     passed = True
     blocks: list[str] = []
+    reason = ""
     for i, (step, answer) in enumerate(zip(steps, got, strict=True)):
         if not isinstance(answer, dict):
             raise Malformed(f"step {i + 1} of the answer is not an object")
@@ -90,9 +91,11 @@ def check_partition(case: Case, observation: dict, column: str, steps: list[Step
         passed = passed and not problems
         label = _describe_step(step, case, column)
         label = f"step {i + 1}, {label}" if len(steps) > 1 else label
+        if problems and not reason:
+            reason = f"{label}: {problems[0]}"
         blocks.append("\n".join([label + ("" if problems else ": right")]
                                 + [f"  {x}" for x in problems + notes]))
-    return Verdict(passed, "\n".join(blocks))
+    return Verdict(passed, "\n".join(blocks), reason)
 
 
 def _check_kept(step: Step, learned: object, now: object, problems: list[str],
