@@ -120,8 +120,10 @@ def shown_list(items: list, limit: int = 16) -> str:
 
 # -- grading ------------------------------------------------------------------------------------
 def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *,
-                  limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print) -> Results:
-    """Grade ``submission`` for assignment ``name`` and write ``results_path``, always, once.
+                  limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print,
+                  include_hidden: bool = True) -> Results:
+    """Grade ``submission`` for assignment ``name`` and write ``results_path``, always, once
+    (``include_hidden=False``: the public cases only, as ``submit`` checks before zipping).
 
     Raises ``AutograderError`` for a mistake in the call (unknown assignment, no submission
     directory) after writing a results file that says so.
@@ -134,7 +136,7 @@ def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *
     log = _serialized(log)
     assignment = None
     try:
-        assignment = load(name)
+        assignment = load(name, include_hidden)
         grade(assignment, Path(submission), results, limits=limits, user=user, log=log)
         return results
     except AutograderError as exc:

@@ -17,6 +17,8 @@ from autograder.grading import Assignment, Part
 HERE = Path(__file__).resolve().parent
 TITLE = "Lab 1: declustering and buffer replacement"
 POINTS_PER_PART = 50
+# where students write the graded files: the lab imports them, ``submit`` zips them
+STUDENT_DIR = "labs/lab1_gamma"
 
 
 def assignment(include_hidden: bool = True) -> Assignment:
