@@ -588,7 +588,12 @@ rows_a = []
 for n in (2, max(NODES)):
     for spec in ("hash(unique1)", "student_range_uniform(unique1)"):
         machine = build(n, "gamma", 4096, BACKEND)
-        machine.create_table("indexed", data, partition=spec)
+        try:
+            machine.create_table("indexed", data, partition=spec)
+        except NotImplementedYet as missing:
+            print(f"{spec} on {n} nodes: {missing}")
+            machine.close()
+            continue
         machine.create_index("indexed", "unique1", clustered=True)
         machine.create_index("indexed", "unique2")
         for query in ("select_1pct_clustered_index", "select_10pct_clustered_index"):

@@ -226,3 +226,32 @@ def test_empty_labs_folder_is_fine(tmp_path, monkeypatch):
     monkeypatch.setattr(release, "_check_minidb_is", lambda source: None)
     report = make_release(tmp_path / "out", source=source)
     assert (tmp_path / "out" / "labs").is_dir() or report.files >= 1
+
+
+def test_the_released_notebook_runs_with_both_parts_not_written_yet(released, tmp_path):
+    """A student opening the lab first: every cell runs, and the ones needing their code say
+    "not written yet" instead of stopping the notebook (about 25 s)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    lab = released / "labs" / "lab1_gamma"
+    notebook = nbformat.read(lab / "lab1_gamma.ipynb", as_version=4)
+    env = {"MINIDB_LAB_SCALE": "0.05", "MINIDB_LAB_BACKEND": "inline",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+           "PYTHONPATH": str(released), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    for var in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        env[var] = str(tmp_path / var.lower())
+    before = dict(os.environ)
+    os.environ.update(env)
+    try:
+        NotebookClient(notebook, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(lab)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+    text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                     for o in c.outputs if o.get("output_type") == "stream")
+    assert "part A is not written yet: Lab 1, part A" in text
+    assert "part B is not written yet: Lab 1, part B" in text
+    assert "lru            evicts frame 1" in text
+    assert "/released/" not in text and str(ROOT) not in text  # the release's own files ran
