@@ -86,3 +86,46 @@ def test_the_mirror_never_changes_the_interpreter_files():
             if a.exists():
                 assert b.read_bytes() == a.read_bytes()
                 assert a.stat().st_mode == b.stat().st_mode
+
+
+@pytest.mark.slow
+def test_the_reference_gets_full_marks_when_an_ordinary_user_grades(tmp_path):
+    """The grader itself run by an ordinary user (``nobody``, through ``setpriv``), with a
+    system Python everyone can read and a fresh venv holding what the Gradescope bundle
+    installs (pip downloads them: about 30 s), in a copy of the bundle: 100 / 100."""
+    import shutil
+    import tempfile
+
+    system = Path("/usr/bin/python3")
+    if not system.exists() or shutil.which("setpriv") is None or not _has_account("nobody"):
+        pytest.skip("needs /usr/bin/python3, setpriv and an account 'nobody'")
+    from autograder.package import GRADER_NEEDS, make_package
+
+    root = Path(tempfile.mkdtemp(prefix="grade-as-nobody-"))  # in /tmp: reachable by everyone
+    try:
+        venv = root / "venv"
+        made = subprocess.run([str(system), "-m", "venv", str(venv)], capture_output=True,
+                              text=True)
+        if made.returncode != 0:
+            pytest.skip(f"the system Python cannot make a venv: {made.stderr.strip()[-200:]}")
+        done = subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "--quiet",
+                               *GRADER_NEEDS], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        make_package("lab1", root / "bundle")
+        shutil.copytree(REFERENCE, root / "reference")
+        (root / "out").mkdir()
+        subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+        os.chmod(root / "out", 0o777)
+        done = subprocess.run(
+            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "env", "-i",
+             "PATH=/usr/bin:/bin", f"HOME={root / 'out'}", str(venv / "bin/python"), "-m",
+             "autograder", "grade", "lab1", "--submission", str(root / "reference"),
+             "--results", str(root / "out" / "results.json")],
+            cwd=root / "bundle", capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "children run as the current user (not root" in done.stdout
+        doc = json.loads((root / "out" / "results.json").read_text())
+        check_gradescope(doc)
+        assert doc["score"] == 100, done.stdout
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
