@@ -36,7 +36,7 @@ from autograder.sandbox import (
     ChildJob,
     Limits,
     Sandbox,
-    _others_can_read,
+    others_can_read,
     readable_stdlib,
     run_cases,
     sandbox_user,
@@ -193,7 +193,7 @@ def grade(assignment: Assignment, submission: Path, results: Results, *,
             log(f"the standard library under {sys.base_prefix} is not readable by other users: "
                 f"submissions import it from a readable copy ({', '.join(mirror.values())})")
         for path in assignment.protected:
-            if path.exists() and _others_can_read(path):
+            if path.exists() and others_can_read(path):
                 log(f"WARNING: submissions can read {path}; make the grader's files private "
                     "(the Gradescope setup.sh runs chmod -R go-rwx on its source)")
     outcomes: dict[str, CaseOutcome] = {}

@@ -279,7 +279,7 @@ def readable_stdlib() -> dict[str, str]:
     base = Path(sys.base_prefix).resolve()
     entries = [Path(p) for p in sys.path if p and Path(p).resolve().is_relative_to(base)
                and Path(p).name not in STDLIB_LEFT_OUT and Path(p).exists()]
-    private = [p for p in entries if not _others_can_read(p)]
+    private = [p for p in entries if not others_can_read(p)]
     mirror: dict[str, str] = {}
     if private:
         holder = Path(tempfile.mkdtemp(prefix="minidb-stdlib-"))
@@ -314,7 +314,7 @@ def _link_or_copy(source: str | Path, target: str | Path) -> None:
     os.chmod(target, 0o644)
 
 
-def _others_can_read(path: Path) -> bool:
+def others_can_read(path: Path) -> bool:
     """True when a user who is neither owner nor in the group can reach and read ``path``."""
     path = path.resolve()
     for parent in reversed(path.parents):
