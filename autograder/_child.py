@@ -44,6 +44,14 @@ def set_limits(config):
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
 
+def use_readable_stdlib(mirror):
+    """Look for standard modules in the grader's readable copy (``sandbox.readable_stdlib``)
+    wherever the interpreter's own folder is not readable by the sandbox user."""
+    if mirror:
+        sys.path[:] = [mirror.get(p, p) for p in sys.path]
+        sys.path_importer_cache.clear()
+
+
 def drop_privileges(config):
     """Become the sandbox user for good (only when started as root), allowed ``nproc`` more
     processes or threads than this process has now and the user had (``nproc_base``); the
@@ -116,6 +124,10 @@ def describe(exc, submission_dir):
                 submission_dir) else os.path.basename(exc.filename)
             lines.append(f"  {name}, line {exc.lineno}: {(exc.text or '').strip()}")
         message = str(exc)
+        top = (getattr(exc, "name", None) or "").split(".")[0]
+        if isinstance(exc, ModuleNotFoundError) and top in sys.stdlib_module_names:
+            message += (f" ({top} is part of Python's standard library, but the user the grader "
+                        "runs submissions as could not read it; tell your instructor)")
         return "\n".join(lines[-6:] + [f"{type(exc).__name__}: {message}"])[:4000]
     except BaseException:  # a hostile __str__: say what we can
         return f"{type(exc).__name__} (its message could not be shown)"
@@ -135,6 +147,7 @@ def main():
     for name in WARM_IMPORTS:  # before the drop: the interpreter's files may not be readable after
         importlib.import_module(name)
     harness = importlib.import_module(job["harness"])
+    use_readable_stdlib(config.get("stdlib") or {})
     drop_privileges(config)
     os.chdir(config["work"])
     os.umask(0o077)

@@ -3,6 +3,7 @@
     python -m autograder grade lab1 --submission DIR --results results.json
     python -m autograder package lab1 --out bundle.zip        (or --out DIR)
     python -m autograder release --out DIR [--force]
+    python -m autograder submit lab1 --out submission.zip    (checks, then zips your files)
 
 A mistake in the call (unknown assignment, missing submission folder, non-empty output folder)
 prints one line on stderr and exits with status 2; ``grade`` still writes its results file then.
@@ -86,6 +87,20 @@ def release(out: Path, force: bool) -> None:
     from autograder.release import make_release
 
     click.echo(make_release(out, force).describe())
+
+
+@main.command()
+@click.argument("assignment")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("submission.zip"),
+              show_default=True, help="The .zip file to write (the file you upload).")
+@click.option("--from", "lab_dir", type=click.Path(path_type=Path), default=None,
+              help="The folder holding your files (default: the lab's folder, e.g. "
+                   "labs/lab1_gamma).")
+def submit(assignment: str, out: Path, lab_dir: Path | None) -> None:
+    """Check your files for ASSIGNMENT on the public cases, then zip them for upload."""
+    from autograder.local import submit as make_submission
+
+    make_submission(assignment, out, lab_dir, show=_say)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -19,7 +19,6 @@ the shared folders are gone before a public case could read them.
 from __future__ import annotations
 
 import signal
-import stat
 import sys
 import threading
 import time
@@ -37,6 +36,8 @@ from autograder.sandbox import (
     ChildJob,
     Limits,
     Sandbox,
+    others_can_read,
+    readable_stdlib,
     run_cases,
     sandbox_user,
 )
@@ -51,8 +52,17 @@ class Malformed(Exception):
 
 @dataclass
 class Verdict:
+    """Whether a case passed, the feedback (``message``) and, for a failed case, the one line
+    saying why (``reason``, else the message's first line), which the console shows too."""
+
     passed: bool
     message: str
+    reason: str = ""
+
+    def why(self) -> str:
+        """The line that says why the case failed."""
+        text = self.reason or self.message.strip().split("\n", 1)[0]
+        return text if len(text) <= 300 else text[:297] + "..."
 
 
 @dataclass
@@ -67,6 +77,9 @@ class Case:
     arrays: dict[str, np.ndarray]
     check: Callable[[Case, dict], Verdict]
     about: str = ""
+    # what kind of input the case tries (``repeated values``, ``text column``...): every
+    # category of a part's hidden cases has public cases too, with other data
+    category: str = ""
 
     def job(self) -> dict:
         return {"id": self.id, **self.inputs}
@@ -82,6 +95,7 @@ class Part:
     plugin_kind: str
     plugin_name: str
     cases: list[Case]
+    total: float = 0  # the part's points, hidden cases included (when they are not here)
 
     @property
     def points(self) -> float:
@@ -106,8 +120,10 @@ def shown_list(items: list, limit: int = 16) -> str:
 
 # -- grading ------------------------------------------------------------------------------------
 def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *,
-                  limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print) -> Results:
-    """Grade ``submission`` for assignment ``name`` and write ``results_path``, always, once.
+                  limits: Limits = DEFAULT_LIMITS, user: str = "auto", log=print,
+                  include_hidden: bool = True) -> Results:
+    """Grade ``submission`` for assignment ``name`` and write ``results_path``, always, once
+    (``include_hidden=False``: the public cases only, as ``submit`` checks before zipping).
 
     Raises ``AutograderError`` for a mistake in the call (unknown assignment, no submission
     directory) after writing a results file that says so.
@@ -120,7 +136,7 @@ def grade_to_file(name: str, submission: str | Path, results_path: str | Path, *
     log = _serialized(log)
     assignment = None
     try:
-        assignment = load(name)
+        assignment = load(name, include_hidden)
         grade(assignment, Path(submission), results, limits=limits, user=user, log=log)
         return results
     except AutograderError as exc:
@@ -172,11 +188,12 @@ def grade(assignment: Assignment, submission: Path, results: Results, *,
         f"{who.name if who else 'the current user (not root: no separate user)'}; "
         f"limits: {limits.describe()}")
     if who is not None:
-        if not _others_can_read(Path(sys.base_prefix) / "lib"):
-            log(f"WARNING: the Python installation under {sys.base_prefix} is not readable by "
-                "other users: submissions can import only the modules loaded before they run")
+        mirror = readable_stdlib()
+        if mirror:
+            log(f"the standard library under {sys.base_prefix} is not readable by other users: "
+                f"submissions import it from a readable copy ({', '.join(mirror.values())})")
         for path in assignment.protected:
-            if path.exists() and _others_can_read(path):
+            if path.exists() and others_can_read(path):
                 log(f"WARNING: submissions can read {path}; make the grader's files private "
                     "(the Gradescope setup.sh runs chmod -R go-rwx on its source)")
     outcomes: dict[str, CaseOutcome] = {}
@@ -202,14 +219,24 @@ def grade(assignment: Assignment, submission: Path, results: Results, *,
                 case.id, error="it was never run: the autograder failed; your instructor can see "
                                "why in its log")
             verdict = _verdict(case, outcome, log)
-            log(f"  {part.key} {case.id} {'passed' if verdict.passed else 'FAILED'} "
-                f"({outcome.seconds:.2f} s)")
+            log(_console_line(part, case, outcome, verdict))
             test = _test_result(part, case, outcome, verdict)
             test.number = f"{i}.{j}"
             results.tests.append(test)
     results.output = _summary(assignment, results, sandbox.skipped)
     log(f"score {results.score:g} / {results.max_score:g}")
     return results
+
+
+def _console_line(part: Part, case: Case, outcome: CaseOutcome, verdict: Verdict) -> str:
+    """``  A A5 FAILED (0.12 s): why`` -- the reason results.json gives, on one line."""
+    line = f"  {part.key} {case.id} {'passed' if verdict.passed else 'FAILED'} " \
+           f"({outcome.seconds:.2f} s)"
+    if not verdict.passed:
+        line += ": " + verdict.why().strip()
+    if case.hidden:
+        line += " [hidden: students see it after the due date]"
+    return line
 
 
 def _complete(assignment: Assignment, results: Results, reason: str) -> None:
@@ -278,7 +305,8 @@ def _run_part(part: Part, cases: list[Case], sandbox: Sandbox, limits: Limits,
 
 def _verdict(case: Case, outcome: CaseOutcome, log) -> Verdict:
     if outcome.observation is None:
-        return Verdict(False, outcome.error or "no answer")
+        error = outcome.error or "no answer"
+        return Verdict(False, error, "; ".join(x.strip() for x in error.splitlines() if x.strip()))
     try:
         return case.check(case, outcome.observation)
     except Malformed as exc:
@@ -316,20 +344,14 @@ def _summary(assignment: Assignment, results: Results, skipped: list[str]) -> st
                      f"{sum(t.score for t in tests):g} / {part.points:g}"
                      f" (public cases: {sum(t.score for t in public):g} / "
                      f"{sum(t.max_score for t in public):g})")
+    hidden = sum(p.total - sum(c.points for c in p.cases if not c.hidden)
+                 for p in assignment.parts)
     if assignment.hidden_included:
         lines.append("Hidden cases count toward the score; their results are shown after the due date.")
     else:
-        lines.append("This copy of the autograder holds only the public cases; the hidden ones "
-                     "run when you submit.")
+        lines.append(f"This copy of the autograder holds only the public cases; the hidden ones "
+                     f"({hidden:g} points) are scored on Gradescope when you submit, and their "
+                     "results are shown after the due date.")
     if skipped:
         lines.append("Left out of your submission: " + "; ".join(skipped))
     return "\n".join(lines)
-
-
-def _others_can_read(path: Path) -> bool:
-    """True when a user who is neither owner nor in the group can reach and read ``path``."""
-    path = path.resolve()
-    for parent in reversed(path.parents):
-        if not parent.stat().st_mode & stat.S_IXOTH:
-            return False
-    return bool(path.stat().st_mode & stat.S_IROTH)

@@ -107,7 +107,9 @@ def _enclosing(lines: list[str], index: int, indent: str) -> str | None:
 def stub_lines(block: Block, where: str, enclosing: str | None) -> list[str]:
     """The two lines that take the place of ``block`` in the student release."""
     place = f"{enclosing} in {where}" if enclosing else where
-    if block.hint:
+    if block.hint and ".py" in block.hint:  # the hint says where the student writes it
+        message = f"{block.hint} [stub: {place}]"
+    elif block.hint:
         message = f"{block.hint} (write it in {place})"
     else:
         message = f"not written yet: this is part of a lab assignment; write {place}"

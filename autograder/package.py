@@ -5,9 +5,13 @@ when it builds the image; then, for each submission, it copies the student's fil
 ``/autograder/submission``, runs ``/autograder/run_autograder`` and reads
 ``/autograder/results/results.json``.
 
-``setup.sh`` installs minidb (editable, so its code stays in the source folder) into a virtual
-environment outside that folder, then makes the folder readable by root only: submissions run
-under other user ids and must not read the grader, the hidden cases or minidb's solutions.
+``setup.sh`` installs minidb (editable, so its code stays in the source folder, and without its
+dependencies) into a virtual environment outside that folder, then only what grading imports,
+listed in the bundle's ``requirements-grader.txt`` (``GRADER_NEEDS``, with pyproject's versions:
+numpy, pyarrow and sqlglot, which ``import minidb`` loads, and click for the command line; not
+Ray, DuckDB or the labs' and explorer's packages), then makes the folder readable by root only:
+submissions run under other user ids and must not read the grader, the hidden cases or
+minidb's solutions.
 ``run_autograder`` grades ``/autograder/submission`` and, should Python not even start, still
 writes a valid results file. Both honour two variables for trying the bundle outside
 Gradescope: ``AUTOGRADER_DIR`` (instead of ``/autograder``) and ``MINIDB_GRADER_PYTHON``.
@@ -28,6 +32,10 @@ from autograder.sandbox import AutograderError
 
 BUNDLED = ("minidb", "autograder", "pyproject.toml", "README.md")
 VENV = "/opt/minidb-grader"
+# the distributions grading imports (``import minidb`` loads pyarrow and sqlglot; the command
+# line is click); tests/autograder/test_package_bundle.py grades in a venv holding only these
+GRADER_NEEDS = ("numpy", "pyarrow", "sqlglot", "click")
+REQUIREMENTS = "requirements-grader.txt"
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, while it builds the autograder image.
@@ -50,7 +58,9 @@ if [ -z "$python" ]; then  # minidb needs Python 3.11 or newer
 fi
 "$python" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet -e "$SOURCE"
+# minidb itself without its dependencies, then only what grading imports (not Ray, DuckDB...)
+"$VENV/bin/python" -m pip install --quiet --no-deps -e "$SOURCE"
+"$VENV/bin/python" -m pip install --quiet -r "$SOURCE/{REQUIREMENTS}"
 # Submissions run under other user ids: they must not read the grader, the hidden cases or
 # minidb's solutions. The virtual environment stays readable, so they can run Python.
 chmod -R go-rwx "$SOURCE"
@@ -83,7 +93,8 @@ def make_package(name: str, out: str | Path, force: bool = False,
         raise AutograderError(f"{name} has no hidden cases here: package from the instructor's "
                               "tree, not from a student release")
     out = Path(out).resolve()
-    files = {"setup.sh": SETUP_SH, "run_autograder": RUN_AUTOGRADER.format(name=name, venv=VENV)}
+    files = {"setup.sh": SETUP_SH, "run_autograder": RUN_AUTOGRADER.format(name=name, venv=VENV),
+             REQUIREMENTS: grader_requirements(source)}
     sources = list(_sources(source))
     if out.suffix == ".zip":
         if out.exists() and not force:
@@ -92,7 +103,7 @@ def make_package(name: str, out: str | Path, force: bool = False,
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
             for rel, text in files.items():
                 info = zipfile.ZipInfo(rel)
-                info.external_attr = 0o100755 << 16
+                info.external_attr = (0o100755 if rel != REQUIREMENTS else 0o100644) << 16
                 z.writestr(info, text)
             for path, rel in sources:
                 z.write(path, rel)
@@ -100,11 +111,27 @@ def make_package(name: str, out: str | Path, force: bool = False,
     prepare_output_dir(out, force)
     for rel, text in files.items():
         (out / rel).write_text(text)
-        os.chmod(out / rel, 0o755)
+        os.chmod(out / rel, 0o755 if rel != REQUIREMENTS else 0o644)
     for path, rel in sources:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, out / rel)
     return out
+
+
+def grader_requirements(source: Path = SOURCE_ROOT) -> str:
+    """``requirements-grader.txt``: the ``GRADER_NEEDS`` entries of pyproject's dependencies,
+    with their version bounds."""
+    import re
+    import tomllib
+
+    deps = tomllib.loads((source / "pyproject.toml").read_text())["project"]["dependencies"]
+    by_name = {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower(): d for d in deps}
+    missing = [n for n in GRADER_NEEDS if n not in by_name]
+    if missing:
+        raise AutograderError(f"pyproject.toml does not list {', '.join(missing)}, which "
+                              "grading needs")
+    lines = ["# what grading imports (autograder/package.py, GRADER_NEEDS)"]
+    return "\n".join(lines + [by_name[n] for n in GRADER_NEEDS]) + "\n"
 
 
 def _sources(source: Path):

@@ -1,14 +1,18 @@
 """The student release: the project as students get it, with every solution block stubbed.
 
-``python -m autograder release --out DIR`` copies, from the instructor's tree, the minidb
-package, ``labs/``, ``datasets/`` (the papers' published tables, which minidb's results module
-and the labs read), ``docs/`` (the documents the README, the code and the labs point
-to), the autograder (without any assignment's ``hidden/`` cases and
-``reference/`` solutions), ``pyproject.toml`` and ``README.md``. On the way every solution block (see
-``markers``) in a Python file or in a code cell of a notebook under those folders is replaced by
-a stub raising ``NotImplementedYet``; jupytext ``py:percent`` scripts are Python files, so they
-are handled like any other. Each assignment may add files (lab 1 adds the reference's answers on
-its public traces, since the release's own Clock is a stub).
+``python -m autograder release --out DIR`` copies, from the instructor's tree, everything the
+README and the handouts point to: the minidb package, ``labs/``, ``lectures/``, ``app/`` (the
+explorer, ``minidb app``), ``datasets/`` (the papers' published tables, which minidb's results
+module and the labs read), ``docs/``, ``benchmarks/``, the autograder (without any assignment's
+``hidden/`` cases and ``reference/`` solutions), ``pyproject.toml`` and ``README.md``. The
+release's ``tests/`` is ``tests/release/`` (the public cases, graded as the grader does, and
+checks that the project starts), not the instructor's suite; its ``.ci/run`` and the section
+the README starts with (what is left out and why) come from ``autograder/student_release/``.
+On the way every solution block (see ``markers``) in a Python file or in a code cell of a
+notebook under those folders is replaced by a stub raising ``NotImplementedYet``; jupytext
+``py:percent`` scripts are Python files, so they are handled like any other. Each assignment
+may add files (lab 1 adds the reference's answers on its public traces, since the release's
+own Clock is a stub).
 
 Before it is done the release checks itself: no marker text is left in any file, and every
 Python file compiles. Caches, checkpoints and build leftovers are not copied.
@@ -16,6 +20,7 @@ Python file compiles. Caches, checkpoints and build leftovers are not copied.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +29,10 @@ from autograder.markers import MarkerError, has_marker_text, strip_notebook, str
 from autograder.sandbox import AutograderError
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-INCLUDED = ("minidb", "labs", "datasets", "docs", "autograder", "pyproject.toml", "README.md")
+INCLUDED = ("minidb", "labs", "lectures", "app", "datasets", "docs", "benchmarks", "autograder",
+            "pyproject.toml", "README.md")
+RELEASE_TESTS = "tests/release"  # becomes the release's tests/
+RELEASE_FILES = Path(__file__).resolve().parent / "student_release"  # .ci/run, README section
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".DS_Store"}
 PRIVATE_DIRS = ("hidden", "reference")  # under autograder/assignments/NAME/
 
@@ -71,6 +79,7 @@ def make_release(out: str | Path, force: bool = False, source: Path = SOURCE_ROO
     report.left_out += [f"{p.relative_to(source).as_posix()}/ (instructors only)"
                         for p in sorted((source / "autograder" / "assignments").glob("*/*"))
                         if p.is_dir() and p.name in PRIVATE_DIRS]
+    _add_release_files(source, out, report)
     _add_assignment_files(out, report)
     _check(out)
     return report
@@ -100,10 +109,37 @@ def prepare_output_dir(out: Path, force: bool, source: Path | None = None) -> No
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _add_release_files(source: Path, out: Path, report: ReleaseReport) -> None:
+    """The release's own ``tests/`` (from ``tests/release/``), ``.ci/run``, and the README's
+    first section, which says what the release leaves out and why."""
+    tests = source / RELEASE_TESTS
+    if tests.is_dir():
+        for item in sorted(tests.rglob("*")):
+            rel = item.relative_to(tests)
+            if item.is_file() and not _skipped(Path("tests") / rel):
+                _copy_file(item, out / "tests" / rel, f"tests/{rel.as_posix()}", report)
+    else:
+        report.left_out.append(f"{RELEASE_TESTS} (not in the source tree)")
+    report.left_out.append("tests/ (the instructor's suite; the release has its own)")
+    ci = out / ".ci" / "run"
+    ci.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(RELEASE_FILES / "ci_run", ci)
+    os.chmod(ci, 0o755)
+    report.files += 1
+    readme = out / "README.md"
+    if readme.is_file():
+        text = readme.read_text(encoding="utf-8")
+        title, _, rest = text.partition("\n")
+        section = (RELEASE_FILES / "README.md").read_text(encoding="utf-8")
+        readme.write_text(f"{title}\n\n{section}{rest.lstrip(chr(10))}", encoding="utf-8")
+
+
 def _skipped(rel: Path) -> bool:
     parts = rel.parts
     if any(p in SKIPPED_NAMES or p.endswith(".egg-info") for p in parts):
         return True
+    if parts[:2] == ("autograder", "student_release"):
+        return True  # placed where they belong by _add_release_files
     if rel.suffix in (".pyc", ".pyo"):
         return True
     return len(parts) >= 4 and parts[:2] == ("autograder", "assignments") and parts[3] in PRIVATE_DIRS

@@ -42,6 +42,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -252,6 +253,74 @@ def _copy_stubbed(source: Path, target: Path) -> None:
         elif path.is_file():
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, out)
+
+
+# Parts of the standard library no submission needs (tests, GUIs, installers, build files).
+STDLIB_LEFT_OUT = {"site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo",
+                   "ensurepip", "lib2to3", "__phello__"}
+_stdlib_mirror: dict[str, str] | None = None
+
+
+def readable_stdlib() -> dict[str, str]:
+    """Where the sandbox user can read Python's standard library: ``{entry of sys.path: a
+    readable copy}`` for each standard-library entry other users cannot read (empty when they
+    can, the usual case: Python in ``/usr``).
+
+    An interpreter installed under a private home (pyenv or uv under ``/root``, as in many
+    containers) is readable by root only. A child that has become another user then finds no
+    module it had not imported before: ``import pandas`` fails with "No module named
+    'zoneinfo'", a standard module. So the grader mirrors the standard library once per
+    process, with hard links where it can (no copy of the data), into a folder everyone can
+    read, and children look there first.
+    """
+    global _stdlib_mirror
+    if _stdlib_mirror is not None:
+        return _stdlib_mirror
+    base = Path(sys.base_prefix).resolve()
+    entries = [Path(p) for p in sys.path if p and Path(p).resolve().is_relative_to(base)
+               and Path(p).name not in STDLIB_LEFT_OUT and Path(p).exists()]
+    private = [p for p in entries if not others_can_read(p)]
+    mirror: dict[str, str] = {}
+    if private:
+        holder = Path(tempfile.mkdtemp(prefix="minidb-stdlib-"))
+        atexit.register(shutil.rmtree, holder, True)
+        os.chmod(holder, 0o755)
+        for i, entry in enumerate(private):
+            target = holder / f"{i}-{entry.name}"
+            inner = [p.name for p in private if p.parent == entry]  # mirrored on their own
+            if entry.is_dir():
+                shutil.copytree(entry, target, symlinks=True, copy_function=_link_or_copy,
+                                ignore=shutil.ignore_patterns(*STDLIB_LEFT_OUT, "config-*",
+                                                              *inner))
+                for dirpath, _, _ in os.walk(target):  # folders only: files may be links
+                    os.chmod(dirpath, 0o755)
+            else:
+                _link_or_copy(entry, target)
+            mirror[str(entry)] = str(target)
+    _stdlib_mirror = mirror
+    return mirror
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    """A hard link (the same file, no bytes copied) when the file is readable by others, else a
+    copy made readable. A link is never chmod-ed: that would change the interpreter's file."""
+    try:
+        if os.stat(source).st_mode & stat.S_IROTH:
+            os.link(source, target)
+            return
+    except OSError:
+        pass
+    shutil.copy2(source, target)
+    os.chmod(target, 0o644)
+
+
+def others_can_read(path: Path) -> bool:
+    """True when a user who is neither owner nor in the group can reach and read ``path``."""
+    path = path.resolve()
+    for parent in reversed(path.parents):
+        if not parent.stat().st_mode & stat.S_IXOTH:
+            return False
+    return bool(path.stat().st_mode & stat.S_IROTH)
 
 
 def _open_up(top: Path) -> None:
@@ -513,6 +582,7 @@ def _run_child_as(sandbox: Sandbox, job: ChildJob, cases: list[dict], limits: Li
         "nproc_base": len(before.tasks) if before is not None else 0,
         "uid": user.uid if user else None,
         "gid": user.gid if user else None,
+        "stdlib": readable_stdlib() if user else {},
         "work": str(work),
     }
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work), "LANG": "C.UTF-8",

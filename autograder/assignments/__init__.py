@@ -1,7 +1,8 @@
 """The assignments the autograder knows, by name (``python -m autograder grade lab1 ...``).
 
-Each is a package here whose ``assignment()`` returns its ``grading.Assignment`` and whose
-``release_files()`` names files the student release adds to it.
+Each is a package here whose ``assignment()`` returns its ``grading.Assignment``, whose
+``release_files()`` names files the student release adds to it, and whose ``STUDENT_DIR`` is the
+folder (from the repository root) holding the files students write and hand in.
 """
 
 from __future__ import annotations
@@ -20,5 +21,5 @@ def module(name: str):
     return importlib.import_module(f"autograder.assignments.{name}")
 
 
-def load(name: str) -> Assignment:
-    return module(name).assignment()
+def load(name: str, include_hidden: bool = True) -> Assignment:
+    return module(name).assignment(include_hidden)

@@ -65,6 +65,9 @@ SEED = 1
 # ruff: noqa: E402  (a notebook imports in more than one cell)
 import helpers  # plotting only: labs/lab1_gamma/helpers.py
 import matplotlib.pyplot as plt
+import numpy as np
+import partitioner  # your Part A (labs/lab1_gamma/partitioner.py): student_range_uniform
+import policy  # your Part B (labs/lab1_gamma/policy.py): student_clock
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -116,9 +119,10 @@ print(format_table(data.select(["unique1", "unique2", "two", "ten", "onePercent"
 # The code is in `minidb/parallel/partitioners.py`. Load the relation four times on four
 # nodes and count what each node holds.
 #
-# *Student release:* minidb's own `RangeUniform.fit` is left for you to write as well (the
-# same code as Part A; the message names the file), so until then this cell prints a "not
-# written yet" line for `range_uniform` instead of loading it.
+# Range-uniform here is *your* partitioner, Part A of the assignment (`partitioner.py`, next to
+# this notebook, registered as `student_range_uniform`); minidb's own `range_uniform` is its
+# model answer and is not in the student release. Until you write Part A, this cell prints a
+# "not written yet" line for it instead of loading it.
 
 # %%
 DECLUSTER_NODES = 4
@@ -127,7 +131,7 @@ STRATEGIES = {
     "round_robin": "round_robin",
     "hash": "hash(unique1)",
     "range": f"range(unique1: {equal_width})",
-    "range_uniform": "range_uniform(unique1)",
+    "range_uniform": "student_range_uniform(unique1)",  # your Part A
 }
 
 db = minidb.connect(nodes=DECLUSTER_NODES, backend=BACKEND, profile="gamma")
@@ -195,7 +199,7 @@ skewed = data.append_column("skewed", skewed_values)
 skew_specs = {
     "range, equal widths": f"range(skewed: {equal_width})",
     "hash": "hash(skewed)",
-    "range_uniform": "range_uniform(skewed)",
+    "range_uniform": "student_range_uniform(skewed)",  # your Part A
 }
 skew_sizes = {}
 for i, (label, spec) in enumerate(skew_specs.items()):
@@ -516,15 +520,20 @@ helpers.show_findings([f for f in check_findings(what_if_rows, "gamma") if "page
 # * **Part B**: the Clock replacement policy, registered as `student_clock`
 #   (kind `buffer_policy`). Interface: `minidb/buffer/policy.py` (`ReplacementPolicy`).
 #
-# Write your code in the two cells below, in place of the `NotImplementedYet` lines. Each cell
-# is a complete Python file: **to submit, copy the first cell into `partitioner.py` and the
-# second into `policy.py`**, in one folder (say `mine/`), keeping the registered names. The
-# contract and the points are in `autograder/assignments/lab1/README.md`; to run the public
-# cases yourself, from the root of the repository:
+# You write each part once, in its own file next to this notebook: **`partitioner.py`** (Part A)
+# and **`policy.py`** (Part B), in place of their `NotImplementedYet` lines, keeping the
+# registered names. Those two files are what the grader grades; this notebook imports them
+# (the cells below reload them, so you need not restart the kernel after editing), and
+# `pytest` runs the grader's public cases on them. The contract and the points are in
+# `autograder/assignments/lab1/README.md`. To check and hand in, from the root of the
+# repository:
 #
 # ```bash
-# python -m autograder grade lab1 --submission mine --results results.json
+# python -m autograder submit lab1 --out submission.zip   # runs the public cases, then zips
 # ```
+#
+# and upload `submission.zip`. The hidden cases (other data, the same categories as the public
+# ones) are scored on Gradescope.
 #
 # ### Part A: range-uniform partitioning
 #
@@ -543,68 +552,31 @@ helpers.show_findings([f for f in check_findings(what_if_rows, "gamma") if "page
 #   that occurs many times cannot be split between nodes).
 
 # %%
-# partitioner.py: Lab 1, part A. Copy this whole cell into partitioner.py for the grader.
-import numpy as np
+import importlib
 
-from minidb.parallel.partitioners import Partitioner, Range
-from minidb.plugins import register
-
-
-@register("partitioner", "student_range_uniform")
-class StudentRangeUniform(Range):
-    """Range partitioning whose N - 1 boundaries cut the fitted column into equal counts."""
-
-    name = "student_range_uniform"
-
-    def __init__(self, column, sample=None):
-        Partitioner.__init__(self, column)  # not Range.__init__: no boundaries until fit
-        self.sample = sample
-        self.boundaries, self._bounds = None, None
-
-    @classmethod
-    def from_spec(cls, columns, values, schema):
-        """Build from the spec ``student_range_uniform(col)`` (Range's version wants values)."""
-        return cls(*columns)
-
-    def fit(self, batch, num_nodes):
-        """Choose the num_nodes - 1 boundaries from ``batch`` (see the rules above)."""
-        Partitioner.fit(self, batch, num_nodes)  # checks and records self.num_nodes
-        # BEGIN SOLUTION: Lab 1, part A: choose the num_nodes - 1 boundaries from the batch
-        n = self.num_nodes
-        if n == 1:
-            self._set_boundaries([], strict=False)  # one node: everything goes to node 0
-            return
-        if batch is None or len(batch) == 0:
-            if self.boundaries is not None and len(self.boundaries) != n - 1:
-                self._set_boundaries(None, strict=False)  # learned for another node count
-            return
-        values = batch[self.column]
-        if self.sample is not None and len(values) > self.sample:
-            rng = np.random.default_rng(0)
-            values = values[rng.choice(len(values), size=self.sample, replace=False)]
-        ordered = np.sort(values)
-        ranks = np.arange(1, n) * len(ordered) // n  # node i starts at rank i * len / n
-        self._set_boundaries(ordered[ranks].tolist(), strict=False)
-        # END SOLUTION
+# your latest partitioner.py (labs/lab1_gamma/partitioner.py: write Part A there)
+StudentRangeUniform = importlib.reload(partitioner).StudentRangeUniform
 
 
 # %% [markdown]
-# Check it on the skewed relation of Section 2: every node should get the same share, and
-# `nodes_for_range` should name exactly the nodes that hold matching tuples.
+# Check it: first on the skewed relation of Section 2 (every node should get the same share,
+# up to repeated values), then on the grader's public cases, run here on your class with the
+# grader's own checks and messages (`check_part`, from `autograder/local.py`).
 
 # %%
-mine = StudentRangeUniform("skewed")
+from autograder.local import check_part
+
 records = Schema.from_arrow(skewed.schema).records_from_arrow(skewed)  # a numpy batch
-for n in (1, 3, 4, 8):
-    mine.fit(records, n)
-    nodes = mine.route(records)
-    counts = np.bincount(nodes, minlength=n)
-    print(f"{n} node(s): boundaries {mine.boundaries}, tuples per node {counts.tolist()}")
-    assert counts.max() - counts.min() <= np.unique(records["skewed"], return_counts=True)[1].max()
-    for low, high in [(0, 10), (TUPLES // 3, TUPLES // 2), (TUPLES, TUPLES + 5)]:
-        inside = (records["skewed"] >= low) & (records["skewed"] <= high)
-        assert set(np.unique(nodes[inside]).tolist()) <= set(mine.nodes_for_range(low, high))
-print("part A: balanced, and nodes_for_range covers every matching tuple")
+try:
+    mine = StudentRangeUniform("skewed")
+    for n in (1, 3, 4, 8):
+        mine.fit(records, n)
+        counts = np.bincount(mine.route(records), minlength=n)
+        print(f"{n} node(s): boundaries {mine.boundaries}, tuples per node {counts.tolist()}")
+except NotImplementedYet as missing:
+    print(missing)
+print()
+part_a = check_part("lab1", "A", StudentRangeUniform)
 
 # %% [markdown]
 # Now rerun selections with your partitioner, by name, against hashing. The relation is
@@ -616,7 +588,12 @@ rows_a = []
 for n in (2, max(NODES)):
     for spec in ("hash(unique1)", "student_range_uniform(unique1)"):
         machine = build(n, "gamma", 4096, BACKEND)
-        machine.create_table("indexed", data, partition=spec)
+        try:
+            machine.create_table("indexed", data, partition=spec)
+        except NotImplementedYet as missing:
+            print(f"{spec} on {n} nodes: {missing}")
+            machine.close()
+            continue
         machine.create_index("indexed", "unique1", clustered=True)
         machine.create_index("indexed", "unique2")
         for query in ("select_1pct_clustered_index", "select_10pct_clustered_index"):
@@ -648,60 +625,8 @@ helpers.show_table(rows_a)
 # pages yourself.
 
 # %%
-# policy.py: Lab 1, part B. Copy this whole cell into policy.py for the grader.
-import numpy as np
-
-from minidb.buffer.policy import ReplacementPolicy
-from minidb.plugins import register
-
-
-@register("buffer_policy", "student_clock")
-class StudentClock(ReplacementPolicy):
-    """Clock (second chance): one reference bit per frame and a hand sweeping the frames."""
-
-    name = "student_clock"
-
-    def __init__(self, num_frames):
-        super().__init__(num_frames)
-        # BEGIN SOLUTION: Lab 1, part B: one reference bit per frame, and the hand at frame 0
-        self.ref = np.zeros(num_frames, dtype=bool)
-        self.hand = 0
-        # END SOLUTION
-
-    def page_loaded(self, frame):
-        """A page was read into ``frame``."""
-        # BEGIN SOLUTION: Lab 1, part B: a page loaded into a frame sets its bit
-        self.ref[frame] = True
-        # END SOLUTION
-
-    def page_hit(self, frame):
-        """A fix found its page in ``frame``."""
-        # BEGIN SOLUTION: Lab 1, part B: a hit sets the frame's bit
-        self.ref[frame] = True
-        # END SOLUTION
-
-    def page_evicted(self, frame):
-        """``frame`` is empty again."""
-        # BEGIN SOLUTION: Lab 1, part B: an emptied frame loses its bit
-        self.ref[frame] = False
-        # END SOLUTION
-
-    def choose_victim(self, candidates):
-        """Return one frame of ``candidates`` (a sorted array of replaceable frames)."""
-        # BEGIN SOLUTION: Lab 1, part B: sweep the hand, giving frames with a set bit a second chance
-        replaceable = np.zeros(self.num_frames, dtype=bool)
-        replaceable[candidates] = True
-        for _ in range(2 * self.num_frames):  # one turn clears every candidate's bit
-            frame = self.hand
-            self.hand = (frame + 1) % self.num_frames
-            if not replaceable[frame]:
-                continue
-            if self.ref[frame]:
-                self.ref[frame] = False
-            else:
-                return frame
-        raise RuntimeError("no candidate frame to replace")
-        # END SOLUTION
+# your latest policy.py (labs/lab1_gamma/policy.py: write Part B there)
+StudentClock = importlib.reload(policy).StudentClock
 
 
 # %% [markdown]
@@ -711,11 +636,14 @@ class StudentClock(ReplacementPolicy):
 
 # %%
 for name in ("lru", "student_clock"):
-    policy = lookup("buffer_policy", name)(3)
-    for frame in (0, 1, 2):
-        policy.page_loaded(frame)
-    policy.page_hit(0)
-    print(f"{name:14s} evicts frame {policy.choose_victim(np.array([0, 1, 2]))}")
+    try:
+        by_hand = lookup("buffer_policy", name)(3)
+        for frame in (0, 1, 2):
+            by_hand.page_loaded(frame)
+        by_hand.page_hit(0)
+        print(f"{name:14s} evicts frame {by_hand.choose_victim(np.array([0, 1, 2]))}")
+    except NotImplementedYet as missing:
+        print(f"{name:14s} {missing}")
 
 # %% [markdown]
 # Now rerun a query with each policy, by name (`minidb.connect(..., buffer_policy=...)`), and
@@ -725,22 +653,21 @@ for name in ("lru", "student_clock"):
 # index on `unique2`, and the same 3% index selection run three times, with pools of a few
 # dozen frames per node. (A full scan would not do: minidb reads big scans around the pool,
 # so no policy is asked; an index selection fixes its pages one at a time.)
-#
-# *Student release:* minidb's own `ClockPolicy` (`minidb/buffer/clock.py`) is left for you to
-# write as well, so until then its rows print a "not written yet" line.
+# `student_clock` is your Part B; minidb's own `clock` is its model answer and is not in the
+# student release. Until you write Part B, its rows print a "not written yet" line.
 
 # %%
 policy_data = generate("wisconsin", 10_000, seed=SEED)
 rows_b = []
 for pages in (32, 48, 64, 96):
-    for policy in ("lru", "mru", "clock", "student_clock"):
+    for policy_name in ("lru", "mru", "student_clock"):
         hits = misses = 0
         modeled = 0.0
         try:
             # inline on purpose: a policy class defined in this notebook is registered in this
             # process only, and Ray nodes (other processes) look policies up by name
             with minidb.connect(nodes=4, backend="inline", profile="gamma", buffer_pages=pages,
-                                buffer_policy=policy) as machine:
+                                buffer_policy=policy_name) as machine:
                 machine.create_table("a", policy_data, partition="hash(unique1)")
                 machine.create_index("a", "unique2")
                 machine.clear_buffer_pools()
@@ -751,17 +678,17 @@ for pages in (32, 48, 64, 96):
                     misses += r.counters["buffer_misses"]
                     modeled += r.modeled_s
         except NotImplementedYet as missing:
-            print(f"{policy} with {pages} frames: {missing}")
+            print(f"{policy_name} with {pages} frames: {missing}")
             continue
-        rows_b.append({"frames per node": pages, "policy": policy, "hits": hits,
+        rows_b.append({"frames per node": pages, "policy": policy_name, "hits": hits,
                        "misses": misses, "modeled_s (3 runs)": round(modeled, 3)})
 helpers.show_table(rows_b)
 
 fig, ax = plt.subplots(figsize=(6, 3.5))
-for policy in dict.fromkeys(r["policy"] for r in rows_b):
-    points = [(r["frames per node"], r["misses"]) for r in rows_b if r["policy"] == policy]
-    ax.plot(*zip(*points, strict=True), marker="o", label=policy,
-            linestyle="--" if policy == "student_clock" else "-")
+for policy_name in dict.fromkeys(r["policy"] for r in rows_b):
+    points = [(r["frames per node"], r["misses"]) for r in rows_b if r["policy"] == policy_name]
+    ax.plot(*zip(*points, strict=True), marker="o", label=policy_name,
+            linestyle="--" if policy_name == "student_clock" else "-")
 ax.set(xlabel="buffer frames per node", ylabel="misses (3 runs)",
        title="the same index selection, three times")
 ax.grid(True, alpha=0.3)
@@ -769,12 +696,38 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# 15. `student_clock` must give exactly the built-in `clock`'s hits and misses (the grader
-#     replays reference traces and compares every victim). Does it?
+# The grader's public traces (Part B's cases): each runs through minidb's buffer manager, and
+# the grader compares every victim your Clock chooses with the reference Clock's. The reference
+# counts below come from the model answer (recorded in the student release, in
+# `autograder/assignments/lab1/expected_public.json`), not from your code; LRU is minidb's own.
+
+# %%
+from autograder.assignments.lab1 import clock as lab1_traces
+
+part_b = check_part("lab1", "B", StudentClock)
+rows_traces = []
+for case in lab1_traces.public_cases():
+    reference = lab1_traces.reference(case)
+    row = {"trace": f"{case.id} {case.title}",
+           "reference Clock hits/misses": f"{reference['hits']}/{reference['misses']}"}
+    for name in ("lru", "student_clock"):
+        try:
+            replay = lab1_traces.run_trace(case.inputs, lookup("buffer_policy", name))
+            row[f"{name} hits/misses"] = f"{replay.hits}/{replay.misses}"
+        except NotImplementedYet:
+            row[f"{name} hits/misses"] = "not written yet"
+    rows_traces.append(row)
+print()
+helpers.show_table(rows_traces)
+
+# %% [markdown]
+# 15. On the public traces above, `student_clock` must make exactly the reference Clock's
+#     evictions, so its hits and misses match the reference column (which comes from the model
+#     answer, not from your code). Does it? On which traces does Clock beat LRU, and why?
 # 16. With 32 or 48 frames LRU gets no hit at all on the repeated query, while MRU gets many.
 #     Each run reads about the same pages in the same order; explain LRU's result (look up
 #     "sequential flooding"). Why does Clock behave like LRU here?
 # 17. From how many frames on does the choice of policy stop mattering, and why?
 #
-# **Hand in:** `partitioner.py`, `policy.py` (the two cells above), and your answers to the
-# numbered questions.
+# **Hand in:** `partitioner.py` and `policy.py` (`python -m autograder submit lab1 --out
+# submission.zip` checks and zips them), and your answers to the numbered questions.

@@ -43,7 +43,7 @@ class ClockPolicy(ReplacementPolicy):
 
     def _touch(self, frame: int) -> None:
         """A page was loaded into ``frame`` or found there: set the frame's reference bit."""
-        # BEGIN SOLUTION: Lab 1, part B (Clock): a reference sets the frame's bit
+        # BEGIN SOLUTION: Lab 1, part B (Clock): the built-in clock is the lab's model answer, left out of the student release; write yours in labs/lab1_gamma/policy.py and use it as student_clock
         self.ref[frame] = True
         # END SOLUTION
 
@@ -52,7 +52,7 @@ class ClockPolicy(ReplacementPolicy):
 
     def page_evicted(self, frame: int) -> None:
         """``frame`` is empty again: clear its bit, so the next page there starts afresh."""
-        # BEGIN SOLUTION: Lab 1, part B (Clock): an emptied frame loses its bit
+        # BEGIN SOLUTION: Lab 1, part B (Clock): the built-in clock is the lab's model answer, left out of the student release; write yours in labs/lab1_gamma/policy.py and use it as student_clock
         self.ref[frame] = False
         # END SOLUTION
 
@@ -60,7 +60,7 @@ class ClockPolicy(ReplacementPolicy):
         """Sweep the hand from where it stopped: an offered frame whose bit is set loses the bit
         and is passed; the first offered frame with a clear bit is the victim, and the hand
         stops on the frame after it. Frames not in ``candidates`` are passed untouched."""
-        # BEGIN SOLUTION: Lab 1, part B (Clock): sweep the hand, giving set bits a second chance
+        # BEGIN SOLUTION: Lab 1, part B (Clock): the built-in clock is the lab's model answer, left out of the student release; write yours in labs/lab1_gamma/policy.py and use it as student_clock
         offered = np.zeros(self.num_frames, dtype=bool)
         offered[candidates] = True
         # two revolutions suffice: the first clears every offered bit it passes

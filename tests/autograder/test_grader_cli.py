@@ -31,6 +31,13 @@ def test_grading_an_empty_submission(tmp_path):
     doc = json.loads(results.read_text())
     check_gradescope(doc)
     assert "partitioner.py is missing from the submission (found: nothing)" in doc["tests"][0]["output"]
+    # the console says why each case failed (the reason results.json holds) and which are hidden
+    lines = done.stdout.splitlines()
+    a1 = next(line for line in lines if line.startswith("  A A1 FAILED"))
+    assert a1.endswith("): partitioner.py is missing from the submission (found: nothing); "
+                       "part A needs it")
+    b7 = next(line for line in lines if line.startswith("  B B7 FAILED"))
+    assert b7.endswith("[hidden: students see it after the due date]")
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from ag_helpers import HOSTILE, SLEEPY, assemble
 
-ALL_A = {"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9"}
-ALL_B = {"B1", "B2", "B3", "B4", "B5", "B6", "B7"}
+ALL_A = {f"A{i}" for i in range(1, 15)}
+ALL_B = {f"B{i}" for i in range(1, 10)}
 AS_ROOT = os.geteuid() == 0
 
 
@@ -33,8 +33,8 @@ def test_endless_loop_and_endless_sleep_while_imported(tmp_path, grade):
 
 def test_endless_loop_in_one_case_fails_that_case_only(tmp_path, grade):
     graded = grade(assemble(tmp_path / "s", "reference", "hostile_loop_in_one_case.py"), HOSTILE)
-    assert graded.failed() == ["B5"] and graded.score == 94
-    assert "CPU time" in graded.test("B5")["output"]
+    assert graded.failed() == ["B7"] and graded.score == 95
+    assert "CPU time" in graded.test("B7")["output"]
     assert graded.seconds < 15
 
 
@@ -50,8 +50,8 @@ def test_exit_in_some_cases_and_raising_when_imported(tmp_path, grade):
     graded = grade(assemble(tmp_path / "s", "hostile_exit_in_case.py",
                             "hostile_raise_at_import.py"), HOSTILE)
     # the cases fitting 8 nodes end the process; a fresh child runs the cases after each
-    assert set(graded.failed()) == {"A2", "A5", "A9"} | ALL_B
-    assert graded.part("A") == 50 - 8 - 8 - 4 and graded.part("B") == 0
+    assert set(graded.failed()) == {"A2", "A10", "A14"} | ALL_B
+    assert graded.part("A") == 50 - 4 - 4 - 4 and graded.part("B") == 0
     assert "ended early with exit status 0" in graded.test("A2")["output"]
     assert "RuntimeError: this submission refuses to be imported" in graded.test("B1")["output"]
     assert "policy.py, line 3" in graded.test("B1")["output"]

@@ -122,3 +122,12 @@ def test_the_marker_module_holds_no_marker_text():
     assert not has_marker_text((ROOT / "autograder" / "markers.py").read_text())
     assert not has_marker_text((ROOT / "autograder" / "README.md").read_text())
     assert has_marker_text(Path(__file__).read_text())
+
+
+def test_a_hint_naming_a_file_says_where_the_stub_is_rather_than_where_to_write():
+    text = f"def fit(self):\n    {B}: Lab 1, part A: write yours in labs/x/partitioner.py\n" \
+           f"    return 1\n    {E}\n"
+    stubbed, count = strip_solutions(text, "minidb/p.py")
+    assert count == 1
+    assert "Lab 1, part A: write yours in labs/x/partitioner.py [stub: fit in minidb/p.py]" \
+        in stubbed and "write it in" not in stubbed

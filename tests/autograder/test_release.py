@@ -4,6 +4,8 @@ reference solutions, no marker text, and an autograder that grades the public ca
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +25,11 @@ B, E = "# BEGIN SOLUTION", "# END SOLUTION"
 def released(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release") / "student"
     report = make_release(out)
-    assert {"minidb/buffer/clock.py": 3, "minidb/parallel/partitioners.py": 1}.items() \
+    assert {"minidb/buffer/clock.py": 3, "minidb/parallel/partitioners.py": 1,
+            "labs/lab1_gamma/partitioner.py": 1, "labs/lab1_gamma/policy.py": 5}.items() \
         <= report.stubbed.items()
     assert all(name.startswith(("minidb/", "labs/")) for name in report.stubbed)
+    assert "labs/lab1_gamma/lab1_gamma.ipynb" not in report.stubbed  # it imports the two files
     return out
 
 
@@ -35,8 +39,17 @@ def run_python(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_release_holds_the_project_without_solutions_or_hidden_cases(released):
-    assert {p.name for p in released.iterdir()} == {"minidb", "labs", "datasets", "docs",
-                                                    "autograder", "pyproject.toml", "README.md"}
+    assert {p.name for p in released.iterdir()} == {
+        "minidb", "labs", "lectures", "app", "datasets", "docs", "benchmarks", "autograder",
+        "tests", ".ci", "pyproject.toml", "README.md"}
+    # the release's own tests, not the instructor's suite
+    assert {p.name for p in (released / "tests").iterdir()} == \
+        {p.name for p in (ROOT / "tests" / "release").iterdir() if p.name != "__pycache__"}
+    assert os.access(released / ".ci" / "run", os.X_OK)
+    assert not (released / "autograder" / "student_release").exists()
+    readme = (released / "README.md").read_text()
+    assert readme.startswith("# minidb\n\n## This is the student release\n")
+    assert "**Left out**: the hidden cases" in readme
     lab1 = released / "autograder" / "assignments" / "lab1"
     assert not (lab1 / "hidden").exists() and not (lab1 / "reference").exists()
     assert (lab1 / "README.md").exists() and (lab1 / "expected_public.json").exists()
@@ -70,10 +83,14 @@ print("connected", type(db).__name__)
     done = run_python(released, "-c", probe)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("Lab 1, part B (Clock): a reference sets the frame's bit")
-    assert lines[1].startswith("Lab 1, part B (Clock): sweep the hand")
-    assert lines[2] == ("Lab 1, part A (range-uniform partitioner): choose the boundaries from "
-                        "the batch (write it in RangeUniform.fit in minidb/parallel/partitioners.py)")
+    assert lines[0] == ("Lab 1, part B (Clock): the built-in clock is the lab's model answer, left "
+                        "out of the student release; write yours in labs/lab1_gamma/policy.py and "
+                        "use it as student_clock [stub: ClockPolicy._touch in "
+                        "minidb/buffer/clock.py]")
+    assert lines[1].endswith("[stub: ClockPolicy.choose_victim in minidb/buffer/clock.py]")
+    assert lines[2].startswith("Lab 1, part A (range-uniform partitioner): the built-in "
+                               "range_uniform is the lab's model answer")
+    assert "write yours in labs/lab1_gamma/partitioner.py" in lines[2]
     assert lines[3] == "connected Database"
 
 
@@ -88,9 +105,10 @@ def grade_in(released: Path, submission: Path, results: Path) -> dict:
 
 def test_the_released_grader_runs_the_public_cases(released, tmp_path):
     doc = grade_in(released, REFERENCE, tmp_path / "reference.json")
-    assert doc["score"] == 58 and len(doc["tests"]) == 8  # 26 + 32 public points
+    assert doc["score"] == 66 and len(doc["tests"]) == 15  # 30 + 36 public points
     assert all("public" in t["tags"] for t in doc["tests"])
     assert "holds only the public cases" in doc["output"]
+    assert "the hidden ones (34 points) are scored on Gradescope" in doc["output"]
     stubs = assemble(tmp_path / "stubs",
                      "from minidb.parallel.partitioners import RangeUniform\n"
                      "from minidb.plugins import register\n"
@@ -101,6 +119,46 @@ def test_the_released_grader_runs_the_public_cases(released, tmp_path):
     doc = grade_in(released, stubs, tmp_path / "stubs.json")
     assert doc["score"] == 0
     assert all("NotImplementedYet: Lab 1, part" in t["output"] for t in doc["tests"])
+
+
+def run_pytest(released: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-rs", *args], cwd=released, capture_output=True, text=True,
+                          timeout=300, env={k: v for k, v in os.environ.items()
+                                            if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")})
+
+
+def test_a_fresh_release_passes_its_public_tests_with_the_parts_not_written_yet(released):
+    done = run_pytest(released, "tests/test_lab1_public.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "15 skipped" in done.stdout
+    assert "part A is not written yet (labs/lab1_gamma/partitioner.py)" in done.stdout
+
+
+def test_a_wrong_solution_fails_the_public_test_with_the_graders_message(released, tmp_path):
+    lab = released / "labs" / "lab1_gamma"
+    kept = {name: (lab / name).read_text() for name in ("partitioner.py", "policy.py")}
+    try:
+        shutil.copyfile(ROOT / "tests/autograder/submissions/partitioner_distinct_values.py",
+                        lab / "partitioner.py")
+        shutil.copyfile(REFERENCE / "policy.py", lab / "policy.py")
+        done = run_pytest(released, "tests/test_lab1_public.py")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "1 failed, 14 passed" in done.stdout
+        assert "test_public_case[A5-repeated values]" in done.stdout
+        doc = grade_in(released, lab, tmp_path / "results.json")  # what the grader says
+        (a5,) = [t for t in doc["tests"] if ": A5 " in t["name"]]
+        assert a5["status"] == "failed" and a5["output"].splitlines()[1] in done.stdout
+    finally:
+        for name, text in kept.items():
+            (lab / name).write_text(text)
+
+
+@pytest.mark.slow
+def test_the_whole_release_test_suite_passes(released):
+    """The release's tests/ as ``pytest`` runs them there (about 40 s: it renders the app)."""
+    done = run_pytest(released)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_recorded_answers_are_the_reference_clocks(released):
@@ -168,3 +226,32 @@ def test_empty_labs_folder_is_fine(tmp_path, monkeypatch):
     monkeypatch.setattr(release, "_check_minidb_is", lambda source: None)
     report = make_release(tmp_path / "out", source=source)
     assert (tmp_path / "out" / "labs").is_dir() or report.files >= 1
+
+
+def test_the_released_notebook_runs_with_both_parts_not_written_yet(released, tmp_path):
+    """A student opening the lab first: every cell runs, and the ones needing their code say
+    "not written yet" instead of stopping the notebook (about 25 s)."""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    lab = released / "labs" / "lab1_gamma"
+    notebook = nbformat.read(lab / "lab1_gamma.ipynb", as_version=4)
+    env = {"MINIDB_LAB_SCALE": "0.05", "MINIDB_LAB_BACKEND": "inline",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+           "PYTHONPATH": str(released), "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    for var in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        env[var] = str(tmp_path / var.lower())
+    before = dict(os.environ)
+    os.environ.update(env)
+    try:
+        NotebookClient(notebook, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(lab)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+    text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                     for o in c.outputs if o.get("output_type") == "stream")
+    assert "part A is not written yet: Lab 1, part A" in text
+    assert "part B is not written yet: Lab 1, part B" in text
+    assert "lru            evicts frame 1" in text
+    assert "/released/" not in text and str(ROOT) not in text  # the release's own files ran

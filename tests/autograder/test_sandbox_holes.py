@@ -22,7 +22,7 @@ AS_ROOT = os.geteuid() == 0
 ROOT_ONLY = pytest.mark.skipif(not AS_ROOT, reason="children change user only when the grader "
                                                    "is root; without a user of their own "
                                                    "nothing can be hunted or cleaned by user id")
-HIDDEN_IDS = ("A5", "A6", "A7", "A8", "A9", "B5", "B6", "B7")
+HIDDEN_IDS = ("A10", "A11", "A12", "A13", "A14", "B7", "B8", "B9")
 
 
 def _tasks_of(uid: int) -> list[int]:
@@ -149,7 +149,7 @@ def test_a_submission_cannot_show_hidden_cases_in_public_output(tmp_path, grade)
     graded = grade(sub, HOSTILE)
     assert graded.score == 100
     visible = [t for t in graded.doc["tests"] if t["visibility"] == "visible"]
-    assert len(visible) == 8 and all("LEAK" in t["output"] for t in visible)  # it did look
+    assert len(visible) == 15 and all("LEAK" in t["output"] for t in visible)  # it did look
     shown = "\n".join([graded.doc["output"]] + [t["output"] for t in visible])
     for case_id in HIDDEN_IDS:
         assert case_id not in shown
@@ -180,7 +180,7 @@ def test_too_many_files_says_which_two_to_hand_in(tmp_path, grade):
     for name in ("partitioner.py", "policy.py"):
         shutil.copyfile(REFERENCE / name, repo / "zzz" / name)
     graded = grade(repo)
-    assert len(graded.doc["tests"]) == 16 and graded.score == 0
+    assert len(graded.doc["tests"]) == 23 and graded.score == 0
     a1 = graded.test("A1")["output"]
     assert "too many files" in a1 and "hand in these two: partitioner.py, policy.py" in a1
     assert "not in the submission" not in a1
@@ -205,7 +205,7 @@ def test_a_lone_surrogate_in_an_error_message(tmp_path):
     assert done.returncode == 0, done.stderr
     doc = json.loads(results.read_text(encoding="utf-8"))
     check_gradescope(doc)
-    assert len(doc["tests"]) == 16 and doc["score"] == 0
+    assert len(doc["tests"]) == 23 and doc["score"] == 0
     assert "ValueError: bad" in doc["tests"][0]["output"]
 
 
@@ -217,7 +217,7 @@ def test_folders_nested_1200_deep(tmp_path, grade):
     (folders[-1] / "x.txt").write_text("deep")
     try:
         graded = grade(sub)
-        assert graded.score == 100 and len(graded.doc["tests"]) == 16
+        assert graded.score == 100 and len(graded.doc["tests"]) == 23
         assert "nested more than" in graded.doc["output"]
     finally:
         (folders[-1] / "x.txt").unlink()
@@ -231,7 +231,7 @@ def test_a_broken_stdout_pipe_still_grades_every_case(tmp_path):
     assert len(done.stdout) == 10
     doc = json.loads(results.read_text())
     check_gradescope(doc)
-    assert len(doc["tests"]) == 16 and doc["score"] == 100
+    assert len(doc["tests"]) == 23 and doc["score"] == 100
 
 
 # -- item 6: limits ---------------------------------------------------------------------------------

@@ -5,13 +5,13 @@ assignment cells are marked and right.
   (``MINIDB_LAB_SCALE``), failing on the first cell that raises;
 * ``test_script_and_notebook_in_sync``: the ``py:percent`` script and the ``.ipynb`` hold the
   same cells (type, source, tags), and the notebook is stored without outputs;
-* ``test_solution_blocks_*``: the reference code of both parts sits between solution markers,
-  inside the cells students copy into ``partitioner.py`` / ``policy.py``, and stripping it
-  leaves valid Python with no marker left;
-* ``test_submission_cells_*``: those two cells, run on their own, register the names the
-  grader looks up and behave like minidb's built-in ``range_uniform`` and ``clock``; copied
-  into ``partitioner.py`` and ``policy.py`` as the lab tells students, they get full marks
-  from the autograder (public and hidden cases).
+* ``test_solution_blocks_*``: the reference code of both parts sits between solution markers
+  in the two graded files next to the notebook, ``partitioner.py`` and ``policy.py`` (the one
+  place a student writes each part: the notebook imports them and holds no solution block),
+  and stripping it leaves valid Python with no marker left;
+* ``test_submission_*``: those two files register the names the grader looks up and behave
+  like minidb's built-in ``range_uniform`` and ``clock``; handed in as they are, they get full
+  marks from the autograder (public and hidden cases).
 
 Needs the ``labs`` extra (jupytext, nbclient, nbformat, ipykernel, matplotlib).
 """
@@ -38,7 +38,7 @@ except ImportError as missing:  # a clear line instead of a bare collection erro
     raise ImportError(f"tests/labs needs the labs extra ({missing.name} is missing): "
                       "pip install -e '.[dev,labs]'") from None
 
-from autograder.markers import find_blocks, has_marker_text, strip_notebook, strip_solutions
+from autograder.markers import find_blocks, has_marker_text, strip_solutions
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "labs" / "lab1_gamma"
@@ -54,21 +54,14 @@ def _cells(nb) -> list[tuple[str, str, list[str]]]:
 
 
 def submission_cells() -> dict[str, str]:
-    """file name -> source of the cell that starts with ``# <file name>:``."""
-    found = {}
-    for cell in jupytext.read(SCRIPT).cells:
-        for name in SUBMISSIONS:
-            if cell.cell_type == "code" and cell.source.startswith(f"# {name}:"):
-                assert name not in found, f"two cells claim to be {name}"
-                found[name] = cell.source
-    assert set(found) == set(SUBMISSIONS), f"submission cells found: {sorted(found)}"
-    return found
+    """file name -> source of the graded file next to the notebook."""
+    return {name: (LAB / name).read_text(encoding="utf-8") for name in SUBMISSIONS}
 
 
 def load_cell(name: str) -> types.SimpleNamespace:
-    """Run one submission cell as its own module (as the grader would run the file)."""
+    """Run one graded file as its own module (as the grader runs it)."""
     namespace: dict = {"__name__": f"lab1_{name.removesuffix('.py')}"}
-    exec(compile(submission_cells()[name], f"<lab1 {name}>", "exec"), namespace)
+    exec(compile(submission_cells()[name], str(LAB / name), "exec"), namespace)
     return types.SimpleNamespace(**namespace)
 
 
@@ -94,30 +87,25 @@ def test_parameters_cell_comes_first():
 
 
 # -- solution markers ---------------------------------------------------------------------------
-def test_solution_blocks_are_marked_in_both_submission_cells():
-    cells = submission_cells()
-    for name, source in cells.items():
+def test_solution_blocks_are_marked_in_both_graded_files_and_nowhere_else_in_the_lab():
+    for name, source in submission_cells().items():
         blocks = find_blocks(source, name)
-        assert blocks, f"the {name} cell has no solution block"
+        assert blocks, f"{name} has no solution block"
         assert all(b.hint and "Lab 1, part" in b.hint for b in blocks), \
             f"{name}: every block needs a hint naming the lab part"
-    text = SCRIPT.read_text(encoding="utf-8")
-    total = len(find_blocks(text, str(SCRIPT)))
-    assert total == sum(len(find_blocks(s, n)) for n, s in cells.items()), \
-        "solution blocks outside the two submission cells"
+    # one place per graded piece: the notebook imports the files, it has no block of its own
+    assert find_blocks(SCRIPT.read_text(encoding="utf-8"), str(SCRIPT)) == []
+    assert not has_marker_text(NOTEBOOK.read_text(encoding="utf-8"))
+    script = SCRIPT.read_text(encoding="utf-8")
+    assert "import partitioner" in script and "import policy" in script
 
 
 def test_solution_blocks_strip_to_valid_python_in_both_files():
-    text = SCRIPT.read_text(encoding="utf-8")
-    stripped, count = strip_solutions(text, "lab1_gamma.py")
-    assert count >= 2 and not has_marker_text(stripped)
-    ast.parse(stripped)  # the student's script still parses
-    assert "NotImplementedYet" in stripped
-    raw, nb_count = strip_notebook(NOTEBOOK.read_text(encoding="utf-8"), "lab1_gamma.ipynb")
-    assert nb_count == count and not has_marker_text(raw)
-    for cell in json.loads(raw)["cells"]:
-        if cell["cell_type"] == "code":
-            ast.parse("".join(cell["source"]))
+    for name, source in submission_cells().items():
+        stripped, count = strip_solutions(source, name)
+        assert count >= 1 and not has_marker_text(stripped)
+        ast.parse(stripped)  # the student's file still parses
+        assert "NotImplementedYet" in stripped
 
 
 # -- the reference code of the assignment -------------------------------------------------------
@@ -187,14 +175,10 @@ def test_submission_clock_matches_builtin_clock():
             getattr(theirs, method)(frame)
 
 
-def test_submission_cells_get_full_marks_from_the_autograder(tmp_path):
-    submission = tmp_path / "submission"
-    submission.mkdir()
-    for name, source in submission_cells().items():
-        (submission / name).write_text(source + "\n", encoding="utf-8")
+def test_submission_files_get_full_marks_from_the_autograder(tmp_path):
     results = tmp_path / "results.json"
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", "lab1", "--submission",
-                           str(submission), "--results", str(results)], cwd=ROOT,
+                           str(LAB), "--results", str(results)], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     graded = json.loads(results.read_text(encoding="utf-8"))
@@ -221,7 +205,9 @@ def test_notebook_runs(tmp_path, monkeypatch):
     elapsed = time.perf_counter() - started
     text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
                      for o in c.outputs if o.get("output_type") == "stream")
-    assert "part A: balanced" in text
+    assert "part A (range-uniform partitioner): 30 / 30 on the public cases" in text
+    assert "part B (Clock replacement policy): 36 / 36 on the public cases" in text
+    assert "FAILED" not in text
     assert "student_clock  evicts frame 0" in text  # Clock gives frame 0 its second chance ...
     assert "lru            evicts frame 1" in text  # ... and takes it anyway; LRU would not
     images = sum(1 for c in notebook.cells if c.cell_type == "code" for o in c.outputs

@@ -16,6 +16,9 @@ from autograder.grading import Assignment, Part
 
 HERE = Path(__file__).resolve().parent
 TITLE = "Lab 1: declustering and buffer replacement"
+POINTS_PER_PART = 50
+# where students write the graded files: the lab imports them, ``submit`` zips them
+STUDENT_DIR = "labs/lab1_gamma"
 
 
 def assignment(include_hidden: bool = True) -> Assignment:
@@ -36,9 +39,9 @@ def assignment(include_hidden: bool = True) -> Assignment:
         harness=HERE / "harness.py",
         parts=[
             Part("A", "range-uniform partitioner", "partitioner.py", "partitioner",
-                 "student_range_uniform", partitioner_cases),
+                 "student_range_uniform", partitioner_cases, total=POINTS_PER_PART),
             Part("B", "Clock replacement policy", "policy.py", "buffer_policy", "student_clock",
-                 policy_cases),
+                 policy_cases, total=POINTS_PER_PART),
         ],
         hidden_included=hidden,
         protected=[HERE / "hidden", HERE / "reference", Path(minidb.__file__).resolve().parent],

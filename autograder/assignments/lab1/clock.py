@@ -27,18 +27,54 @@ from minidb.buffer.policy import ReplacementPolicy
 from minidb.storage.disk import Disk
 
 RECORDED = Path(__file__).with_name("expected_public.json")
+# What a trace tries. Every category a hidden case has, a public case has too (another trace).
+CATEGORIES = ("sequential flooding", "hot pages", "second chances", "pinned pages",
+              "random references with pins", "moving working set")
 
 
 def trace_case(case_id: str, title: str, points: float, *, frames: int, ops: list,
-               hidden: bool = False, about: str = "") -> Case:
+               category: str, hidden: bool = False, about: str = "") -> Case:
+    """A part B case; ``category`` is one of ``CATEGORIES``."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r} for case {case_id}")
     ops = [[op, int(page)] for op, page in ops]
     inputs = {"kind": "trace", "frames": frames, "pages": max(p for _, p in ops) + 1, "ops": ops}
-    return Case(case_id, title, points, hidden, inputs, {}, check=check_trace, about=about)
+    return Case(case_id, title, points, hidden, inputs, {}, check=check_trace, about=about,
+                category=category)
 
 
 def refs(pages) -> list:
     """A trace that fixes and unfixes each page in turn."""
     return [["r", int(p)] for p in pages]
+
+
+def random_trace(rng: np.random.Generator, pages: int, length: int, skew: float) -> list:
+    """Zipf-distributed references to ``pages`` pages; now and then a page is pinned (at most
+    three at a time) and later unpinned."""
+    ops, pinned = [], []
+    for _ in range(length):
+        page = int(rng.zipf(skew) % pages)
+        if len(pinned) < 3 and page not in pinned and rng.random() < 0.05:
+            ops.append(["f", page])
+            pinned.append(page)
+        else:
+            ops.append(["r", page])
+        if pinned and rng.random() < 0.08:
+            ops.append(["u", pinned.pop(0)])
+    ops += [["u", p] for p in pinned]
+    return ops
+
+
+def shifting_trace(rng: np.random.Generator, phases: int, step: int, width: int,
+                   length: int) -> list:
+    """A working set of ``width`` pages that moves ``step`` pages forward each phase; each phase
+    ends with a pinned page and two references around it."""
+    ops = []
+    for phase in range(phases):
+        base = phase * step
+        ops += refs(base + rng.integers(0, width, length))
+        ops += [["f", base], ["r", base + width + 1], ["r", base + 1], ["u", base]]
+    return ops
 
 
 # -- replaying a trace in the grader ------------------------------------------------------------
@@ -155,15 +191,17 @@ def check_trace(case: Case, observation: dict) -> Verdict:
                         f"{len(mine.evictions)} evictions with them")
     if lines:
         lines.append(counts + ".")
+        reason = lines[0]
         lines += _trace_lines(case)
-        return Verdict(False, "\n".join(lines))
+        return Verdict(False, "\n".join(lines), reason)
     summary = f"hits {mine.hits}, misses {mine.misses}; {counts}"
     if mine.victims == want["victims"] and (mine.hits, mine.misses) == (want["hits"], want["misses"]):
         return Verdict(True, f"{summary}; all {len(victims)} evictions chose the reference's frame.")
     lines.append(summary + ".")
     lines.append(_first_difference(case, mine, want["victims"]))
+    reason = f"{lines[-1]} ({summary})"
     lines += _trace_lines(case)
-    return Verdict(False, "\n".join(lines))
+    return Verdict(False, "\n".join(lines), reason)
 
 
 def _first_difference(case: Case, mine: Run, expected: list[int]) -> str:
@@ -192,23 +230,35 @@ def _trace_lines(case: Case) -> list[str]:
 
 # -- the public traces --------------------------------------------------------------------------
 def public_cases() -> list[Case]:
+    """Part B's public traces: one or more per category (the hidden ones use other traces)."""
     hot_and_scan = []
     for s in range(2, 10):
         hot_and_scan += [0, 1, s]
     pinned = refs([0, 1, 2, 3]) + [["f", 0], ["f", 1]] + refs([4, 5, 2, 6]) + [["u", 0]] + \
         refs([7, 0, 3, 8]) + [["u", 1]] + refs([9, 1, 0, 10])
     return [
-        trace_case("B1", "sequential flooding: a loop over 5 pages with 4 frames", 8, frames=4,
-                   ops=refs(list(range(5)) * 4),
+        trace_case("B1", "sequential flooding: a loop over 5 pages with 4 frames", 6, frames=4,
+                   ops=refs(list(range(5)) * 4), category="sequential flooding",
                    about="every page is referenced once per pass, so every bit is set when the "
                          "hand comes: Clock degrades to FIFO, and misses every time."),
-        trace_case("B2", "two hot pages and a scan, 4 frames", 8, frames=4, ops=refs(hot_and_scan),
+        trace_case("B2", "two hot pages and a scan, 4 frames", 6, frames=4, ops=refs(hot_and_scan),
+                   category="hot pages",
                    about="pages 0 and 1 are referenced between every scan page; their bits keep "
                          "being set, so the hand passes them by."),
-        trace_case("B3", "second chances, 4 frames", 8, frames=4,
-                   ops=refs([0, 1, 2, 3, 4, 1, 2, 5, 1, 6, 2, 1, 7]),
+        trace_case("B3", "second chances, 4 frames", 6, frames=4,
+                   ops=refs([0, 1, 2, 3, 4, 1, 2, 5, 1, 6, 2, 1, 7]), category="second chances",
                    about="pages 1 and 2 are hit again after the hand cleared their bits."),
-        trace_case("B4", "pinned pages, 4 frames", 8, frames=4, ops=pinned,
+        trace_case("B4", "pinned pages, 4 frames", 6, frames=4, ops=pinned,
+                   category="pinned pages",
                    about="pages 0 and 1 stay pinned for a while: the hand passes their frames "
                          "without touching their bits."),
+        trace_case("B5", "Zipf-distributed references with pins, 12 frames", 6, frames=12,
+                   ops=random_trace(np.random.default_rng(11), 40, 800, 1.4),
+                   category="random references with pins",
+                   about="800 references to 40 pages, a few of them pinned for a while."),
+        trace_case("B6", "a working set that moves, 5 frames", 6, frames=5,
+                   ops=shifting_trace(np.random.default_rng(3), 5, 3, 5, 30),
+                   category="moving working set",
+                   about="5 pages referenced at random, 3 pages further on every 34 steps, with "
+                         "a page pinned at the end of each phase."),
     ]

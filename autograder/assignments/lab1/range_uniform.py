@@ -26,6 +26,12 @@ import numpy as np
 
 from autograder.grading import Case, Malformed, Verdict, shown_list
 
+# What a case tries. Every category a hidden case has, a public case has too (with other data),
+# so a mistake that costs a hidden case shows in a public one first.
+CATEGORIES = ("exact split", "keys in random order", "keys in ascending order", "nodes_for_range",
+              "repeated values", "floating-point column", "text column", "sample",
+              "one node, and fit(None)")
+
 
 @dataclass
 class Step:
@@ -51,8 +57,11 @@ def relation(values: np.ndarray, column: str) -> np.ndarray:
 
 
 def partition_case(case_id: str, title: str, points: float, *, column: str,
-                   steps: list[Step], arrays: dict[str, np.ndarray], hidden: bool = False,
-                   sample: int | None = None, about: str = "") -> Case:
+                   steps: list[Step], arrays: dict[str, np.ndarray], category: str,
+                   hidden: bool = False, sample: int | None = None, about: str = "") -> Case:
+    """A part A case; ``category`` is one of ``CATEGORIES`` (public and hidden cases share them)."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r} for case {case_id}")
     # array names are the case's own: several cases are sent to one child
     own = {name: f"{case_id}_{name}" for name in arrays}
     steps = [replace(s, fit=s.fit and own[s.fit], route=own[s.route]) for s in steps]
@@ -60,7 +69,8 @@ def partition_case(case_id: str, title: str, points: float, *, column: str,
     inputs = {"kind": "partition", "column": column, "sample": sample,
               "steps": [s.as_job() for s in steps], "arrays": names}
     return Case(case_id, title, points, hidden, inputs, {own[k]: v for k, v in arrays.items()},
-                check=lambda case, obs: check_partition(case, obs, column, steps), about=about)
+                check=lambda case, obs: check_partition(case, obs, column, steps), about=about,
+                category=category)
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -70,6 +80,7 @@ def check_partition(case: Case, observation: dict, column: str, steps: list[Step
         raise Malformed(f"expected {len(steps)} step(s) in the answer")
     passed = True
     blocks: list[str] = []
+    reason = ""
     for i, (step, answer) in enumerate(zip(steps, got, strict=True)):
         if not isinstance(answer, dict):
             raise Malformed(f"step {i + 1} of the answer is not an object")
@@ -80,9 +91,11 @@ def check_partition(case: Case, observation: dict, column: str, steps: list[Step
         passed = passed and not problems
         label = _describe_step(step, case, column)
         label = f"step {i + 1}, {label}" if len(steps) > 1 else label
+        if problems and not reason:
+            reason = f"{label}: {problems[0]}"
         blocks.append("\n".join([label + ("" if problems else ": right")]
                                 + [f"  {x}" for x in problems + notes]))
-    return Verdict(passed, "\n".join(blocks))
+    return Verdict(passed, "\n".join(blocks), reason)
 
 
 def _check_kept(step: Step, learned: object, now: object, problems: list[str],
@@ -262,6 +275,7 @@ def _show(value: object) -> str:
 
 # -- the public cases ---------------------------------------------------------------------------
 def public_cases() -> list[Case]:
+    """Part A's public cases: one or more per category (the hidden ones use other data)."""
     rng = np.random.default_rng(20240101)
     exact = relation(rng.permutation(24).astype(np.int32), "key")
     shuffled = relation(rng.permutation(10_000).astype(np.int32), "unique1")
@@ -270,21 +284,76 @@ def public_cases() -> list[Case]:
     ranges = [(None, None), (None, 15), (20, None), (20, 20), (12, 12), (11, 12), (5, 3),
               (-5, -1), (70, 90), (0, 59)]
     ranges += [tuple(sorted(rng.integers(-5, 66, size=2).tolist())) for _ in range(20)]
+    # repeated values: a gamma-shaped amount (about 3,000 distinct values, the most frequent
+    # one about 20 times) and a column where one value is a third of the relation
+    amounts = relation(np.floor(rng.gamma(2.0, 300.0, 12_000)).astype(np.int32), "amount")
+    lumpy = relation(np.where(rng.random(3_000) < 0.35, 500,
+                              rng.integers(0, 1_000, 3_000)).astype(np.int32), "amount")
+    # a floating-point column, dense around zero
+    temps = relation(rng.laplace(0.0, 40.0, 6_000), "temperature")
+    temp_ranges = [(None, None), (-0.5, 0.5), (None, -60.0), (45.0, None), (3.0, -3.0)]
+    temp_ranges += [tuple(sorted(rng.laplace(0, 60, 2).round(3).tolist())) for _ in range(10)]
+    # a text column (20 bytes): every value starts with the same letters
+    words = relation(np.array([f"row{v:05d}".encode() for v in rng.permutation(2_100)],
+                              dtype="S20"), "label")
+    word_ranges = [(None, "row00500"), ("row00100", "row00199"), ("row01500", None),
+                   ("row9", "row0"), (None, None), ("row01000", "row01000")]
+    # sample: keys stored in descending order, so the first rows are not a sample
+    descending = relation((30_000 - np.arange(30_000) * 2).astype(np.int32), "rank")
+    # few values over more nodes, one node, then new data and fit(None)
+    five = relation(rng.integers(10, 15, 700).astype(np.int32), "grp")
+    fresh = relation(rng.permutation(400).astype(np.int32) * 3, "grp")
+    grp_ranges = [(10, 10), (11, 12), (14, 14), (9, 20), (0, 9), (15, 30), (None, 11), (13, None)]
     return [
         partition_case(
-            "A1", "exact split: 24 distinct keys over 4 nodes", 8, column="key",
-            steps=[Step("exact", "exact", 4)], arrays={"exact": exact},
+            "A1", "exact split: 24 distinct keys over 4 nodes", 4, column="key",
+            category="exact split", steps=[Step("exact", "exact", 4)], arrays={"exact": exact},
             about="24 distinct values in random order over 4 nodes: every node holds exactly 6."),
         partition_case(
-            "A2", "keys in random order: 10,000 over 8 nodes", 8, column="unique1",
-            steps=[Step("shuffled", "shuffled", 8)], arrays={"shuffled": shuffled},
+            "A2", "keys in random order: 10,000 over 8 nodes", 4, column="unique1",
+            category="keys in random order", steps=[Step("shuffled", "shuffled", 8)],
+            arrays={"shuffled": shuffled},
             about="unique1 of a Wisconsin relation (a permutation, stored in random order)."),
         partition_case(
-            "A3", "keys in ascending load order: 10,000 over 5 nodes", 6, column="unique2",
-            steps=[Step("ascending", "ascending", 5)], arrays={"ascending": ascending},
+            "A3", "keys in ascending load order: 10,000 over 5 nodes", 3, column="unique2",
+            category="keys in ascending order", steps=[Step("ascending", "ascending", 5)],
+            arrays={"ascending": ascending},
             about="values stored in ascending order, so the first rows are all small values."),
         partition_case(
-            "A4", "nodes_for_range agrees with route: 60 keys over 5 nodes", 4, column="key",
-            steps=[Step("small", "small", 5, ranges=ranges)], arrays={"small": small},
+            "A4", "nodes_for_range agrees with route: 60 keys over 5 nodes", 3, column="key",
+            category="nodes_for_range", steps=[Step("small", "small", 5, ranges=ranges)],
+            arrays={"small": small},
             about="nodes_for_range(low, high) must name exactly the nodes whose range meets it."),
+        partition_case(
+            "A5", "repeated values: 12,000 skewed amounts over 6 nodes, then a frequent value",
+            4, column="amount", category="repeated values",
+            steps=[Step("amounts", "amounts", 6), Step("lumpy", "lumpy", 4)],
+            arrays={"amounts": amounts, "lumpy": lumpy},
+            about="values repeat (in the second step one value is about a third of the "
+                  "relation): nodes must still hold equal shares, up to the repeats."),
+        partition_case(
+            "A6", "a floating-point column, dense around zero, 5 nodes", 3,
+            column="temperature", category="floating-point column",
+            steps=[Step("temps", "temps", 5, ranges=temp_ranges)],
+            arrays={"temps": temps},
+            about="negative and positive doubles, many within 1 of each other near zero."),
+        partition_case(
+            "A7", "a text column, 3 nodes", 3, column="label", category="text column",
+            steps=[Step("words", "words", 3, ranges=word_ranges)], arrays={"words": words},
+            about="20-byte strings compared as their bytes; they all start with 'row'."),
+        partition_case(
+            "A8", "boundaries from a sample of 3,000 of 30,000 descending keys, 5 nodes", 3,
+            column="rank", category="sample", sample=3_000,
+            steps=[Step("descending", "descending", 5, balance=0.15)],
+            arrays={"descending": descending},
+            about="RangeUniform(column, sample=3000) on keys stored in descending order: the "
+                  "sample must represent the whole relation."),
+        partition_case(
+            "A9", "few values, one node, and fitting again", 3, column="grp",
+            category="one node, and fit(None)",
+            steps=[Step("five", "five", 7, ranges=grp_ranges), Step("five", "five", 1),
+                   Step("fresh", "fresh", 4), Step(None, "fresh", 4)],
+            arrays={"five": five, "fresh": fresh},
+            about="5 distinct values over 7 nodes; then 1 node; then new data over 4 nodes, "
+                  "then fit(None, 4), which keeps those boundaries."),
     ]

@@ -2,13 +2,15 @@
 
 Their inputs are generated here from fixed seeds, so they are the same on every run; what they
 must produce is never stored, the grader works it out (see ``range_uniform`` and ``clock``).
+Each has the ``category`` of a public case (A10 is "repeated values" like A5, ...): the hidden
+cases differ from the public ones in their data only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from autograder.assignments.lab1.clock import refs, trace_case
+from autograder.assignments.lab1.clock import random_trace, refs, shifting_trace, trace_case
 from autograder.assignments.lab1.range_uniform import Step, partition_case, relation
 from autograder.grading import Case
 
@@ -29,26 +31,29 @@ def partitioner_cases() -> list[Case]:
     dept_ranges = [(0, 0), (1, 1), (2, 2), (0, 2), (-1, 5), (3, 9), (None, 1), (1, None)]
     return [
         partition_case(
-            "A5", "skewed values: exponential and Zipf, 8 nodes", 8, hidden=True, column="salary",
+            "A10", "skewed values: exponential and Zipf, 8 nodes", 4, hidden=True,
+            category="repeated values", column="salary",
             steps=[Step("exponential", "exponential", 8), Step("zipf", "zipf", 8)],
             arrays={"exponential": exponential, "zipf": zipf},
             about="many repeated values: nodes must still hold equal shares, up to the repeats."),
         partition_case(
-            "A6", "floating-point values around zero, 6 nodes", 4, hidden=True, column="reading",
+            "A11", "floating-point values around zero, 6 nodes", 4, hidden=True,
+            category="floating-point column", column="reading",
             steps=[Step("floats", "floats", 6, ranges=float_ranges)], arrays={"floats": floats},
             about="negative and positive doubles."),
         partition_case(
-            "A7", "a text column, 4 nodes", 4, hidden=True, column="name",
+            "A12", "a text column, 4 nodes", 4, hidden=True, category="text column", column="name",
             steps=[Step("words", "words", 4, ranges=word_ranges)], arrays={"words": words},
             about="52-byte strings compared as their bytes."),
         partition_case(
-            "A8", "boundaries from a sample of 4,000 of 40,000 ascending keys, 4 nodes", 4,
-            hidden=True, column="unique2", sample=4_000,
+            "A13", "boundaries from a sample of 4,000 of 40,000 ascending keys, 4 nodes", 4,
+            hidden=True, category="sample", column="unique2", sample=4_000,
             steps=[Step("ascending", "ascending", 4, balance=0.15)],
             arrays={"ascending": ascending},
             about="RangeUniform(column, sample=4000): the sample must represent the whole relation."),
         partition_case(
-            "A9", "few values, one node, and fitting again", 4, hidden=True, column="dept",
+            "A14", "few values, one node, and fitting again", 4, hidden=True,
+            category="one node, and fit(None)", column="dept",
             steps=[Step("three", "three", 8, ranges=dept_ranges), Step("three", "three", 1),
                    Step("later", "later", 6), Step(None, "later", 6)],
             arrays={"three": three, "later": later},
@@ -68,34 +73,13 @@ def _word(v: int) -> bytes:
 
 def policy_cases() -> list[Case]:
     return [
-        trace_case("B5", "Zipf-distributed references with pins, 16 frames", 6, hidden=True,
-                   frames=16, ops=_random_trace(np.random.default_rng(5), 60, 1_500, 1.3)),
-        trace_case("B6", "a loop around a hot set, 8 frames", 6, hidden=True, frames=8,
-                   ops=refs([p for i in range(12) for p in (0, 1, 2, 3 + i % 10, 3 + (i + 5) % 10)])),
-        trace_case("B7", "a working set that moves, 6 frames", 6, hidden=True, frames=6,
-                   ops=_shifting_trace(np.random.default_rng(9))),
+        trace_case("B7", "Zipf-distributed references with pins, 16 frames", 5, hidden=True,
+                   frames=16, ops=random_trace(np.random.default_rng(5), 60, 1_500, 1.3),
+                   category="random references with pins"),
+        trace_case("B8", "a loop around a hot set, 8 frames", 5, hidden=True, frames=8,
+                   ops=refs([p for i in range(12) for p in (0, 1, 2, 3 + i % 10, 3 + (i + 5) % 10)]),
+                   category="hot pages"),
+        trace_case("B9", "a working set that moves, 6 frames", 4, hidden=True, frames=6,
+                   ops=shifting_trace(np.random.default_rng(9), 6, 4, 6, 40),
+                   category="moving working set"),
     ]
-
-
-def _random_trace(rng: np.random.Generator, pages: int, length: int, skew: float) -> list:
-    ops, pinned = [], []
-    for _ in range(length):
-        page = int(rng.zipf(skew) % pages)
-        if len(pinned) < 3 and page not in pinned and rng.random() < 0.05:
-            ops.append(["f", page])
-            pinned.append(page)
-        else:
-            ops.append(["r", page])
-        if pinned and rng.random() < 0.08:
-            ops.append(["u", pinned.pop(0)])
-    ops += [["u", p] for p in pinned]
-    return ops
-
-
-def _shifting_trace(rng: np.random.Generator) -> list:
-    ops = []
-    for phase in range(6):
-        base = phase * 4
-        ops += refs(base + rng.integers(0, 6, 40))
-        ops += [["f", base], ["r", base + 7], ["r", base + 1], ["u", base]]
-    return ops
