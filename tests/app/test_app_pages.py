@@ -196,18 +196,32 @@ def test_run_page_refuses_an_empty_list(store_path):
 # -------------------------------------------------------------------------------- Compare
 
 
-def test_compare_runs_highlights_what_differs(store_path):
+def test_compare_runs_opens_on_the_two_latest_runs_of_one_experiment(store_path):
+    """The newest run (page size) has no twin: the page opens on the experiment run twice
+    (selection speedup), its two latest runs, and draws their curves."""
     runs = ResultsStore(store_path).runs()
     teradata, gamma = runs[0]["run_id"], runs[1]["run_id"]
     at = open_app(COMPARE)
-    # the newest run (page size) has no earlier twin: it is compared with the one before it
-    assert at.selectbox(key="cmp_b").value == runs[2]["run_id"]
+    assert at.selectbox(key="cmp_experiment").value == "gamma.selection_speedup"
+    assert at.selectbox(key="cmp_a_gamma.selection_speedup_False").value == teradata
+    assert at.selectbox(key="cmp_b_gamma.selection_speedup_False").value == gamma
+    assert not at.warning
+    curves = chart_tables(at)[0].to_pandas()
+    assert set(curves["run"]) == {"A", "B"} and set(curves["column"]) == {"nodes_1", "nodes_2"}
+    assert "rows in both runs" in texts(at) and "0 rows in both runs" not in texts(at)
+
+
+def test_compare_runs_of_any_experiment_warns(store_path):
+    at = open_app(COMPARE)
+    at.checkbox(key="cmp_any").check().run()
+    assert not at.exception, at.exception
+    page_size = ResultsStore(store_path).runs()[2]["run_id"]
+    at.selectbox(key="cmp_b_gamma.selection_speedup_True").set_value(page_size).run()
     assert "different experiments" in at.warning[0].value
 
-    at.selectbox(key="cmp_a").set_value(teradata)
-    at.selectbox(key="cmp_b").set_value(gamma).run()
-    assert not at.exception, at.exception
-    assert not at.warning
+
+def test_compare_runs_highlights_what_differs(store_path):
+    at = open_app(COMPARE)
     params = at.dataframe[0].value
     assert params.loc[params["differs"], "parameter"].tolist() == ["profile"]
     rows = at.dataframe[1].value
