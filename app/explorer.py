@@ -444,18 +444,21 @@ def derive_versus_cells(cells: list[dict], rows: list[dict]) -> list[dict]:
     return out
 
 
-def published_numbers_sentence(cells: list[dict], reference: str) -> str:
+def published_numbers_sentence(cells: list[dict], reference: str, limit: int = 6) -> str:
     """One sentence, written from the reference data, saying which numbers the paper prints
-    for ``reference`` (or that it prints none)."""
+    for ``reference`` (or that it prints none); up to ``limit`` of them are named."""
     numbered = [c for c in cells if c.get("published") is not None]
     if not numbered:
         return (f"The paper prints no numbers for {reference}, only what its curves do (see "
                 f"the notes at the bottom of the page).")
+    counted = (f"The paper prints {len(numbered)} number{'s' if len(numbered) > 1 else ''} "
+               f"for {reference}")
+    if len(numbered) > limit:
+        return counted + " (all in the table below)."
     bits = [f"{c['row']} at {c['column']}: {_num(c['published'])} "
             f"{c.get('published_unit') or ''} ({c['metric']})".replace("  ", " ")
             for c in numbered]
-    return (f"The paper prints {len(numbered)} number{'s' if len(numbered) > 1 else ''} for "
-            f"{reference}: " + "; ".join(bits) + ".")
+    return counted + ": " + "; ".join(bits) + "."
 
 
 def cells_frame(cells: list[dict]) -> pd.DataFrame:
@@ -658,8 +661,14 @@ def ideal_line(curves: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 #: the plot area of one chart panel (pixels, legend and axes not included)
-PANEL_WIDTH = 380
+PANEL_WIDTH = 340
 PANEL_HEIGHT = 280
+#: the legend sits below the panels, its entries in this many columns
+LEGEND_COLUMNS = 3
+#: the chart keeps its panels' size and grows around them for axes and legends; without it
+#: Streamlit fits a single-panel chart, legend included, into width x height (Table 1's plot
+#: area shrank to about 15 pixels under its 12-entry legend)
+PAD = alt.AutoSizeParams(type="pad", contains="padding")
 #: a y axis whose values span this factor or more is drawn on a log scale
 LOG_SPAN = 30.0
 
@@ -687,8 +696,8 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
     """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed).
 
     Legible whatever the table: one panel per machine (column family) side by side, each with
-    a fixed plot area of ``PANEL_WIDTH`` x ``PANEL_HEIGHT`` pixels; the queries' legend on the
-    right, shared by the panels (one colour per query); log axes where the values span decades
+    a fixed plot area of ``PANEL_WIDTH`` x ``PANEL_HEIGHT`` pixels (a legend never squeezes
+    it); the queries' legend below, in ``LEGEND_COLUMNS`` columns, shared by the panels (one colour per query); log axes where the values span decades
     (``LOG_SPAN``). One machine gives a single layered chart."""
     families = sorted(curves["family"].unique())
     log_x = _log_scale(curves["x"]) and curves["x"].max() / curves["x"].min() >= 50
@@ -699,8 +708,8 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
     if log_y:
         y_title += ", log scale"
     queries = sorted(curves["row"].unique())
-    legend = alt.Legend(orient="right", labelLimit=320, title="reproduced (query)",
-                        symbolLimit=0)
+    legend = alt.Legend(orient="bottom", direction="vertical", columns=LEGEND_COLUMNS,
+                        labelLimit=300, title="reproduced (query)", symbolLimit=0)
     color = alt.Color("row:N", scale=alt.Scale(domain=queries), legend=legend)
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=not log_y)
     published_family = (published["column"].map(lambda c: column_position(c)[0])
@@ -727,16 +736,17 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
             layers.append(alt.Chart(own_points).mark_point(
                 shape="diamond", size=140, filled=True, color="black").encode(
                 x=x, y=y, shape=alt.Shape("kind:N", title="",
-                                          legend=alt.Legend(orient="right")),
+                                          scale=alt.Scale(range=["diamond"]),
+                                          legend=alt.Legend(orient="bottom")),
                 tooltip=["series", "reference", "column", alt.Tooltip("value:Q", format=".4g"),
                          "source", "note"]))
         title = panel_title(family) if len(families) > 1 else ""
         return alt.layer(*layers).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
                                              title=title)
 
-    if len(families) == 1:
-        return panel(families[0])
-    return alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared")
+    chart = (panel(families[0]) if len(families) == 1
+             else alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared"))
+    return chart.properties(autosize=PAD)
 
 
 def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
@@ -839,10 +849,11 @@ def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
     y_title = (f"{metric} ({unit})" if unit else metric) + (", log scale" if log_y else "")
     queries = sorted(curves["row"].unique())
     color = alt.Color("row:N", scale=alt.Scale(domain=queries),
-                      legend=alt.Legend(orient="right", labelLimit=320, title="query",
+                      legend=alt.Legend(orient="bottom", direction="vertical",
+                                        columns=LEGEND_COLUMNS, labelLimit=300, title="query",
                                         symbolLimit=0))
     dash = alt.StrokeDash("run:N", scale=alt.Scale(domain=["A", "B"], range=[[1, 0], [6, 3]]),
-                          legend=alt.Legend(orient="right", title="run"))
+                          legend=alt.Legend(orient="bottom", title="run", symbolType="stroke"))
 
     def panel(family: str) -> alt.Chart:
         x = alt.X("x:Q", title=AXES[family].title if family in AXES else family,
@@ -855,9 +866,9 @@ def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
         ).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
                      title=panel_title(family) if len(families) > 1 else "")
 
-    if len(families) == 1:
-        return panel(families[0])
-    return alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared")
+    chart = (panel(families[0]) if len(families) == 1
+             else alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared"))
+    return chart.properties(autosize=PAD)
 
 
 def parameter_diff(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> pd.DataFrame:

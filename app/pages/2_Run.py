@@ -85,7 +85,7 @@ with st.form(key=f"run_form_{name}"):
             key=f"run_{name}_also_builtin",
             help="Two runs are stored: the paper's partitioner, then yours; Compare runs opens "
                  "on those two.")
-    submitted = st.form_submit_button("Run and store", type="primary")
+    submitted = st.form_submit_button("Run and store", type="primary", key="run_submit")
 
 if submitted:
     empty = [k for k, v in values.items() if isinstance(v, list) and not v]

@@ -170,7 +170,7 @@ def test_run_page_runs_a_tiny_experiment_into_the_store(store_path):
     at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
     at.number_input(key="run_gamma.selection_speedup_scale").set_value(0.05)
     at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([1, 2])
-    at.button[0].click().run()
+    at.button(key="run_submit").click().run()
     assert not at.exception, at.exception
     assert not at.error
     runs = ResultsStore(store_path).runs()
@@ -188,7 +188,7 @@ def test_run_page_refuses_an_empty_list(store_path):
     at = open_app(RUN)
     at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
     at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([])
-    at.button[0].click().run()
+    at.button(key="run_submit").click().run()
     assert "Choose at least one value for nodes" in at.error[0].value
     assert len(ResultsStore(store_path).runs()) == before
 

@@ -189,7 +189,7 @@ def test_two_machines_are_two_panels_of_a_fixed_size_on_a_log_axis():
                for p in panels)
     line = panels[0]["layer"][0]["encoding"]
     assert line["y"]["scale"]["type"] == "log" and line["x"]["scale"]["type"] == "log"
-    assert line["color"]["legend"]["orient"] == "right"
+    assert line["color"]["legend"]["orient"] == "bottom"
     assert line["color"]["scale"]["domain"] == ["a", "b", "c"]  # one colour per query
 
 
@@ -226,6 +226,8 @@ def test_the_sentence_about_published_numbers_comes_from_the_data():
     assert sentence.startswith("The paper prints 2 numbers for Figure 6")
     assert "19 percent" in sentence and "50 percent" in sentence
     assert "prints no numbers" in explorer.published_numbers_sentence([], "Figure 4")
+    assert explorer.published_numbers_sentence(cells, "Figure 6", limit=1).endswith(
+        "(all in the table below).")
 
 
 def test_comparison_chart_draws_run_b_dashed():

@@ -94,7 +94,7 @@ def test_run_page_runs_the_students_partitioner_beside_the_builtin(store_path, p
     at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([1, 2])
     at.number_input(key="run_gamma.selection_speedup_scale").set_value(0.02)
     at.checkbox(key="run_gamma.selection_speedup_also_builtin").check()
-    at.button[-1].click().run()
+    at.button(key="run_submit").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     runs = ResultsStore(store_path).runs(experiment="gamma.selection_speedup")
