@@ -691,11 +691,24 @@ def panel_title(family: str) -> str:
     return PANEL_TITLES.get(family, family)
 
 
+#: panels side by side before the next row starts (two fit a laptop's wide Streamlit page)
+PANELS_PER_ROW = 2
+
+
+def _panels(panels: list) -> alt.TopLevelMixin:
+    """One panel alone, or the panels in rows of ``PANELS_PER_ROW`` sharing their y scale and
+    legends; sized ``PAD`` (see there)."""
+    if len(panels) == 1:
+        return panels[0].properties(autosize=PAD)
+    return alt.concat(*panels, columns=PANELS_PER_ROW).resolve_scale(y="shared").properties(
+        autosize=PAD)
+
+
 def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFrame,
-                metric: str, unit: str = "") -> alt.LayerChart | alt.HConcatChart:
+                metric: str, unit: str = "") -> alt.TopLevelMixin:
     """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed).
 
-    Legible whatever the table: one panel per machine (column family) side by side, each with
+    Legible whatever the table: one panel per machine (column family), two to a row, each with
     a fixed plot area of ``PANEL_WIDTH`` x ``PANEL_HEIGHT`` pixels (a legend never squeezes
     it); the queries' legend below, in ``LEGEND_COLUMNS`` columns, shared by the panels (one colour per query); log axes where the values span decades
     (``LOG_SPAN``). One machine gives a single layered chart."""
@@ -744,9 +757,7 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
         return alt.layer(*layers).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
                                              title=title)
 
-    chart = (panel(families[0]) if len(families) == 1
-             else alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared"))
-    return chart.properties(autosize=PAD)
+    return _panels([panel(f) for f in families])
 
 
 def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
@@ -840,7 +851,7 @@ def comparison_curves(rows_a: list[dict], rows_b: list[dict], metric: str,
 
 
 def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
-                     ) -> alt.LayerChart | alt.HConcatChart:
+                     ) -> alt.TopLevelMixin:
     """Run A (solid) and run B (dashed) as curves of ``metric``, one colour per query, one panel
     per machine, the same fixed plot size and log rules as ``curve_chart``."""
     families = sorted(curves["family"].unique())
@@ -866,9 +877,7 @@ def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
         ).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
                      title=panel_title(family) if len(families) > 1 else "")
 
-    chart = (panel(families[0]) if len(families) == 1
-             else alt.hconcat(*(panel(f) for f in families)).resolve_scale(y="shared"))
-    return chart.properties(autosize=PAD)
+    return _panels([panel(f) for f in families])
 
 
 def parameter_diff(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> pd.DataFrame:

@@ -25,10 +25,14 @@ experiment = pick_experiment.selectbox(
                           f"{'s' if len(by_experiment[n]) > 1 else ''})",
     key="cmp_experiment", help="Runs A and B start as the two latest runs of this experiment.")
 any_run = pick_all.checkbox("Let A and B be runs of any experiment", key="cmp_any")
-shown = runs if any_run or len(by_experiment[experiment]) < 2 else by_experiment[experiment]
 if len(by_experiment[experiment]) < 2 and not any_run:
-    st.info(f"{experiment} has one finished run: run it again (another scale, profile or "
-            f"partitioner) on the Run page to compare; runs of all experiments are listed.")
+    alone = "" if any(len(v) > 1 for v in by_experiment.values()) else (
+        ", and no experiment of this store has two")
+    st.info(f"{experiment} has one finished run{alone}. Run it again on the Run page (another "
+            f"scale, profile or partitioner) to compare two runs of it, or tick 'Let A and B be "
+            f"runs of any experiment'.")
+    st.stop()
+shown = runs if any_run else by_experiment[experiment]
 by_id = {r["run_id"]: r for r in shown}
 ids = list(by_id)
 first_a, first_b = explorer.default_pair(shown)

@@ -140,11 +140,11 @@ def test_explorer_in_a_headless_browser(sync_playwright, seeded_store_path, tmp_
         _stop(server)
 
 
-#: runs that give every experiment rows (about 20 s), added to the session's seeded store
+#: runs that give every experiment rows (about 15 s), added to the session's seeded store
 CHART_RUNS = (
-    ("gamma.selection", {"scale": 0.01}),
-    ("gamma.aggregates", {"scale": 0.01, "sizes": [10_000, 100_000]}),
-    ("gamma.updates", {"scale": 0.01, "sizes": [10_000, 100_000]}),
+    ("gamma.selection", {"scale": 0.005}),
+    ("gamma.aggregates", {"scale": 0.005, "sizes": [10_000, 100_000]}),
+    ("gamma.updates", {"scale": 0.005, "sizes": [10_000, 100_000]}),
     ("gamma.access_paths", {"scale": 0.05, "page_sizes": [4096, 16384]}),
     ("tandem.speedup", {"scale": 0.001, "partitions": [2, 4]}),
     ("tandem.scaleup", {"scale": 0.001, "partitions": [2, 4]}),
@@ -224,6 +224,8 @@ def _chart_pages(every_reference: bool) -> list[tuple[str, str]]:
                ("compare-default", "Compare_runs")]
     for exp in experiments():
         for reference in exp.references if every_reference else exp.references[:1]:
+            if (exp.name, reference) == ("gamma.selection", "Table 1") and not every_reference:
+                continue  # the page's default, measured above
             query = urllib.parse.urlencode({"experiment": exp.name, "reference": reference})
             slug = f"published-{exp.name}-{reference}".replace(" ", "_").replace(".", "_")
             targets.append((slug, f"Published_vs_reproduced?{query}"))
@@ -279,7 +281,7 @@ def test_every_chart_has_a_readable_plot_area(sync_playwright, chart_store_path,
     # gamma.access_paths (the optimizer's choice: flags, no times on the modeled clock)
     chartless = sorted(set(measured) - set(drawn))
     assert chartless == ["published-gamma_access_paths-Figure_8"], f"no chart on {chartless}"
-    assert "compare-default" in drawn and "published-gamma_selection-Table_1" in drawn
+    assert "compare-default" in drawn and "published-default" in drawn
     small = {}
     for name, charts in drawn.items():
         for chart in charts:

@@ -240,6 +240,19 @@ def test_compare_runs_highlights_what_differs(store_path):
     assert set(at.dataframe[1].value["clock"]) == {"modeled", "wall"}
 
 
+def test_compare_runs_of_different_experiments_only_on_request(empty_store_path):
+    """No experiment ran twice: the page says so instead of pairing two experiments' rows."""
+    store = ResultsStore(empty_store_path)
+    run_and_store("gamma.selection_speedup", store, {"scale": 0.02, "nodes": [1]})
+    run_and_store("gamma.page_size", store, {"scale": 0.02, "page_sizes": [4096]})
+    at = open_app(COMPARE)
+    assert "no experiment of this store has two" in at.info[0].value
+    assert not at.dataframe  # no comparison of unrelated rows
+    at.checkbox(key="cmp_any").check().run()
+    assert not at.exception, at.exception
+    assert "different experiments" in at.warning[0].value
+
+
 def test_compare_needs_two_runs(empty_store_path):
     ResultsStore(empty_store_path)  # an empty store
     at = open_app(COMPARE)

@@ -183,7 +183,8 @@ def test_two_machines_are_two_panels_of_a_fixed_size_on_a_log_axis():
     spec = explorer.curve_chart(curves, pd.DataFrame(columns=["column", "value"]),
                                 explorer.ideal_line(curves, "response_time"),
                                 "response_time", "s").to_dict()
-    panels = spec["hconcat"]
+    assert spec["columns"] == explorer.PANELS_PER_ROW
+    panels = spec["concat"]
     assert [p["title"] for p in panels] == ["Gamma", "Teradata DBC/1012"]
     assert all(p["width"] == explorer.PANEL_WIDTH and p["height"] == explorer.PANEL_HEIGHT
                for p in panels)
