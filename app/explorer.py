@@ -142,11 +142,13 @@ def run_configuration(exp: Experiment, store: ResultsStore, values: Mapping[str,
     """Run ``exp`` with the parameter values chosen on the Run page, stored as one new run;
     returns (run id, rows). A parameter it does not take is an ``ExperimentError``; a run that
     raises is recorded as failed and the error propagates."""
-    spec = values.get("partitioner")
-    if isinstance(spec, str) and plugin_origin(spec) and values.get("backend") == "ray":
-        raise PluginFileError(f"{spec} was loaded from {plugin_origin(spec)} into the explorer "
-                              f"only; Ray's node processes do not have it: choose the inline "
-                              f"backend")
+    for kind, parameter in PLUGIN_PARAMETERS.items():
+        spec = values.get(parameter)
+        origin = plugin_origin(spec, kind) if isinstance(spec, str) else None
+        if origin and values.get("backend") == "ray":
+            raise PluginFileError(f"{spec} was loaded from {origin} into the explorer only; "
+                                  f"Ray's node processes do not have it: choose the inline "
+                                  f"backend")
     return run_and_store(exp, store, dict(values), quick=False, progress=progress)
 
 
@@ -186,6 +188,7 @@ PARAMETER_HELP = {
     "machines": "which Tandem processors to model (VLX, CLX)",
     "profile": "hardware profile that turns counted work into modeled seconds",
     "partitioner": "how tuples are declustered over the nodes",
+    "buffer_policy": "which page each node's buffer pool replaces (a registered policy)",
     "backend": "inline (one process) or ray (one actor per node); same counters either way",
     "seed": "seed of the data generator",
     "similar": "scale the fixed startup costs with the data (see minidb.experiments.tandem)",
@@ -205,7 +208,7 @@ class PluginFileError(MinidbError):
 
 
 #: kinds of plug-in an experiment of the explorer can take, and the parameter that selects it
-PLUGIN_PARAMETERS = {"partitioner": "partitioner"}
+PLUGIN_PARAMETERS = {"partitioner": "partitioner", "buffer_policy": "buffer_policy"}
 #: where each plug-in loaded from a file came from: (kind, name) -> path
 LOADED_PLUGINS: dict[tuple[str, str], str] = {}
 
@@ -286,10 +289,21 @@ def partitioner_choices() -> tuple[str, ...]:
     return (*PARTITIONER_CHOICES, *extra)
 
 
-def plugin_origin(spec: str) -> str | None:
-    """The file a partitioner spec's plug-in was loaded from (None for the others)."""
+def plugin_origin(spec: str, kind: str = "partitioner") -> str | None:
+    """The file the plug-in of ``kind`` a spec names was loaded from (None for the others)."""
     name = spec.split("(")[0].strip().lower()
-    return LOADED_PLUGINS.get(("partitioner", name))
+    return LOADED_PLUGINS.get((kind, name))
+
+
+def takes_plugin(exp: Experiment) -> bool:
+    """Whether ``exp`` takes a partitioner or a buffer policy the Run page can offer."""
+    return any(parameter in exp.defaults for parameter in PLUGIN_PARAMETERS.values())
+
+
+def builtin_plugins(exp: Experiment) -> dict[str, Any]:
+    """The paper's choice of each plug-in parameter ``exp`` takes (``hash(unique1)``, ``lru``)."""
+    return {parameter: exp.defaults[parameter] for parameter in PLUGIN_PARAMETERS.values()
+            if parameter in exp.defaults}
 
 
 def _choices(name: str) -> tuple | None:
@@ -300,6 +314,8 @@ def _choices(name: str) -> tuple | None:
         return tuple(profile_names())
     if name == "partitioner":
         return partitioner_choices()
+    if name == "buffer_policy":
+        return tuple(plugins.names("buffer_policy"))
     if name == "backend":
         return BACKENDS
     return None

@@ -24,14 +24,17 @@ if not explorer.takes_partitioner(exp):
             f"These are the parameters it takes:")
 st.dataframe(explorer.parameters_frame(exp), hide_index=True)
 
-if explorer.takes_partitioner(exp):
-    with st.expander("Your own partitioner (a plug-in file)",
+if explorer.takes_plugin(exp):
+    with st.expander("Your own partitioner or replacement policy (a plug-in file)",
                      expanded=bool(st.session_state.get("run_plugin_message"))):
         st.markdown(
-            "A `.py` file whose class is decorated with `@register(\"partitioner\", "
-            "\"my_name\")` (see `minidb/parallel/partitioners.py`). Once loaded it is offered "
-            "as `my_name(unique1)` in the *partitioner* choice below; tick *also run the "
-            "paper's partitioner* to compare the two on the Compare runs page.")
+            "A `.py` file whose classes are decorated with `@register(\"partitioner\", "
+            "\"my_name\")` (see `minidb/parallel/partitioners.py`) or "
+            "`@register(\"buffer_policy\", \"my_policy\")` (see `minidb/buffer/policy.py`), "
+            "as in Lab 1's assignment. Once loaded, a partitioner is offered as "
+            "`my_name(unique1)` in the *partitioner* choice below and a policy by its name in "
+            "*buffer_policy*; tick *also run the paper's choices* to compare yours with them "
+            "on the Compare runs page. Plug-ins loaded here run on the inline backend.")
         plugin_path = st.text_input("Path of the plug-in file", key="run_plugin_path",
                                     placeholder="/home/me/lab1/my_partitioner.py")
         if st.button("Load plug-in", key="run_plugin_load"):
@@ -77,14 +80,14 @@ with st.form(key=f"run_form_{name}"):
         else:
             values[spec.name] = where.text_input(spec.name, value=spec.default, help=spec.help,
                                                  key=key)
-    builtin = exp.defaults.get("partitioner")
+    builtin = explorer.builtin_plugins(exp)
     also_builtin = False
-    if builtin is not None:
+    if builtin:
         also_builtin = st.checkbox(
-            f"Also run the paper's partitioner ({builtin}) first, to compare with it",
-            key=f"run_{name}_also_builtin",
-            help="Two runs are stored: the paper's partitioner, then yours; Compare runs opens "
-                 "on those two.")
+            f"Also run the paper's choices ({', '.join(builtin.values())}) first, to compare "
+            f"with them", key=f"run_{name}_also_builtin",
+            help="Two runs are stored: the paper's partitioner and policy, then yours; Compare "
+                 "runs opens on those two.")
     submitted = st.form_submit_button("Run and store", type="primary", key="run_submit")
 
 if submitted:
@@ -94,9 +97,9 @@ if submitted:
     else:
         store = ui.open_store(path, create=True)
         try:
-            if also_builtin and values.get("partitioner") != builtin:
-                explorer.run_configuration(exp, store, {**values, "partitioner": builtin},
-                                           ui.progress_bar(f"{name} with {builtin}"))
+            if also_builtin and any(values.get(k) != v for k, v in builtin.items()):
+                explorer.run_configuration(exp, store, {**values, **builtin},
+                                           ui.progress_bar(f"{name}, the paper's choices"))
             progress = ui.progress_bar(name)
             run_id, rows = explorer.run_configuration(exp, store, values, progress)
         except Exception as err:  # any failure is shown on the page, and the run kept as failed

@@ -1,5 +1,6 @@
-"""A student's partitioner loaded from a file into the explorer: the Run page offers it, runs an
-experiment with it beside the paper's partitioner, and refuses bad paths with a clear message."""
+"""A student's partitioner or replacement policy loaded from a file into the explorer: the Run
+page offers it, runs an experiment with it beside the paper's choices, and refuses bad paths
+with a clear message."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from minidb import plugins
+from minidb.experiments import get_experiment
 from minidb.results import ResultsStore
 
 APP = Path(__file__).resolve().parents[2] / "app"
@@ -31,6 +33,46 @@ class StudentModulo(Partitioner):
     def route(self, batch):
         return (batch[self.column] % self.num_nodes).astype(np.int64)
 '''
+
+
+POLICY = '''
+from minidb.buffer.policy import ReplacementPolicy
+from minidb.plugins import register
+
+
+@register("buffer_policy", "student_fifo")
+class StudentFifo(ReplacementPolicy):
+    """Evict the frame loaded longest ago (hits do not count)."""
+
+    name = "student_fifo"
+
+    def __init__(self, num_frames):
+        super().__init__(num_frames)
+        self.loaded = [0] * num_frames
+        self.clock = 0
+
+    def page_loaded(self, frame):
+        self.clock += 1
+        self.loaded[frame] = self.clock
+
+    def page_hit(self, frame):
+        pass
+
+    def page_evicted(self, frame):
+        self.loaded[frame] = 0
+
+    def choose_victim(self, candidates):
+        return int(min(candidates, key=lambda f: self.loaded[f]))
+'''
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path):
+    path = tmp_path / "student_fifo.py"
+    path.write_text(textwrap.dedent(POLICY))
+    yield path
+    plugins._REGISTRY.get("buffer_policy", {}).pop("student_fifo", None)
+    explorer.LOADED_PLUGINS.pop(("buffer_policy", "student_fifo"), None)
 
 
 @pytest.fixture
@@ -106,3 +148,36 @@ def test_run_page_runs_the_students_partitioner_beside_the_builtin(store_path, p
     params = at.dataframe[0].value
     line = params[params["parameter"] == "partitioner"].iloc[0]
     assert (line["A"], line["B"]) == ("hash(unique1)", "student_modulo(unique1)")
+
+
+def test_a_plugin_file_registers_its_buffer_policy(policy_file):
+    assert explorer.load_plugin_file(policy_file) == [("buffer_policy", "student_fifo")]
+    specs = explorer.parameter_specs(get_experiment("gamma.page_size"))
+    spec = next(p for p in specs if p.name == "buffer_policy")
+    assert "student_fifo" in spec.options and spec.default == "lru"
+
+
+def test_run_page_runs_the_students_policy_beside_lru(store_path, policy_file):
+    at = _run_page()
+    at.selectbox(key="run_experiment").set_value("gamma.page_size").run()
+    at.text_input(key="run_plugin_path").set_value(str(policy_file))
+    at.button(key="run_plugin_load").click().run()
+    assert any("student_fifo" in e.value for e in at.success)
+    at.selectbox(key="run_gamma.page_size_buffer_policy").set_value("student_fifo")
+    at.multiselect(key="run_gamma.page_size_page_sizes").set_value([4096])
+    at.number_input(key="run_gamma.page_size_scale").set_value(0.02)
+    at.checkbox(key="run_gamma.page_size_also_builtin").check()
+    at.button(key="run_submit").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    runs = ResultsStore(store_path).runs(experiment="gamma.page_size")
+    assert [explorer.decoded(r["parameters"])["buffer_policy"] for r in runs[-2:]] == [
+        "lru", "student_fifo"]
+
+
+def test_a_loaded_plugin_is_refused_on_ray(plugin_file, store_path):
+    explorer.load_plugin_file(plugin_file)
+    exp = get_experiment("gamma.selection_speedup")
+    with pytest.raises(explorer.PluginFileError, match="inline backend"):
+        explorer.run_configuration(exp, ResultsStore(store_path),
+                                   {"partitioner": "student_modulo(unique1)", "backend": "ray"})
