@@ -112,6 +112,19 @@ def test_published_page_follows_the_chosen_experiment(store_path):
     assert "What the paper says about Figure 6" in [e.label for e in at.expander]
 
 
+def test_figure_6_says_the_numbers_the_paper_prints(store_path):
+    """Figure 6's text gives two numbers (the 10% selection 19% and 50% slower than the 0% one);
+    the page says so from the reference data, and lists them as cells."""
+    at = open_app(PUBLISHED)
+    at.selectbox(key="pvr_experiment_gamma").set_value("gamma.page_size").run()
+    assert at.selectbox(key="pvr_reference_gamma.page_size").value == "Figure 6"
+    assert "prints no numbers for Figure 6" not in texts(at)
+    assert "The paper prints 2 numbers for Figure 6" in texts(at)
+    cells = at.dataframe[0].value
+    assert sorted(cells["published"]) == [19.0, 50.0]
+    assert set(cells["row"]) == {"select_10pct_vs_0pct_nonindexed"}
+
+
 def test_published_speedup_figure_draws_the_ideal_line(store_path):
     at = open_app(PUBLISHED)
     at.selectbox(key="pvr_reference_gamma.selection_speedup").set_value("Figure 3").run()

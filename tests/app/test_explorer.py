@@ -246,3 +246,17 @@ def test_a_link_names_an_experiment_and_its_figure():
     assert exp.name == "gamma.page_size" and reference == "Figure 6"
     assert explorer.linked_choice("gamma.page_size", "Table 9")[1] is None
     assert explorer.linked_choice("nope", None) is None
+
+
+def test_figure_6_slowdown_is_reproduced_at_the_papers_configuration(tmp_path):
+    """At 100,000 tuples the 10%-vs-0% cell at 2 KB is derived from the run (about 10%, the
+    paper's 19% within a factor of 2); the 32 KB cell stays unreproduced without a 32 KB run."""
+    from minidb.experiments.reproduce import run_and_store
+
+    store = ResultsStore(tmp_path / "r.duckdb")
+    run_and_store("gamma.page_size", store, {"page_sizes": [2048]})
+    cells = explorer.published_cells(store, "gamma", "Figure 6",
+                                      get_experiment("gamma.page_size"))
+    by_column = {c["column"]: c for c in cells if c["metric"] == "slowdown"}
+    assert 5 < by_column["page_2kb"]["reproduced"] < 15 and by_column["page_2kb"]["within_2x"]
+    assert by_column["page_32kb"]["reproduced"] is None
