@@ -432,6 +432,19 @@ def app(port: int, headless: bool, store_path: Path | None) -> None:
 APP_STOP_GRACE_S = 10.0
 
 
+def _die_with_parent() -> None:
+    """In the child, before it runs Streamlit (Linux): ask the kernel for SIGTERM when the
+    parent dies, so that even ``kill -9`` of ``minidb app`` leaves no server behind."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def serve(command: list[str], env: dict[str, str] | None = None,
           grace_s: float = APP_STOP_GRACE_S) -> int:
     """Run ``command`` (the Streamlit server) until it exits, and stop it with us.
@@ -439,13 +452,15 @@ def serve(command: list[str], env: dict[str, str] | None = None,
     The server runs in its own process group. SIGINT (Ctrl-C), SIGTERM and SIGHUP sent to this
     process are passed on to that whole group as SIGTERM; what is still running ``grace_s``
     seconds later is killed, so stopping ``minidb app`` never leaves an orphan server holding
-    the port. Returns the server's exit status, or 128 + the signal's number when a signal
+    the port; on Linux the server also gets SIGTERM if this process is killed outright
+    (``_die_with_parent``). Returns the server's exit status, or 128 + the signal's number when a signal
     stopped it."""
     import os
     import signal
     import subprocess
 
-    child = subprocess.Popen(command, env=env, start_new_session=True)
+    child = subprocess.Popen(command, env=env, start_new_session=True,
+                             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     received: list[int] = []
 
     def to_group(sig: int) -> None:
