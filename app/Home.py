@@ -16,8 +16,9 @@ st.markdown(
     "replaced. Every run of an experiment is kept in a **results store** with the papers' "
     "published numbers beside it. The pages on the left:\n\n"
     "- **Published vs reproduced**: a table or figure of a paper, cell by cell and as curves.\n"
-    "- **Run**: run an experiment with your own node counts, profile and scale.\n"
-    "- **Compare runs**: two runs side by side, differences highlighted.\n"
+    "- **Run**: run an experiment with your own node counts, profile and scale, or with your "
+    "own partitioner or replacement policy (a plug-in file).\n"
+    "- **Compare runs**: two runs of an experiment side by side, as curves and row by row.\n"
     "- **Findings**: each paper's headline claims, checked on the stored rows."
 )
 

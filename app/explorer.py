@@ -24,10 +24,14 @@ Simplifications: the x axis of a chart is read from the column slugs of the rows
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import inspect
 import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from minidb import plugins
+from minidb.errors import MinidbError
 from minidb.experiments import PAPERS, Experiment, Progress, experiments
 from minidb.experiments.reproduce import PaperReport, mark_calibration, reproduce, run_and_store
 from minidb.results import STORE_ENV, ResultsStore, default_store_path
@@ -68,6 +74,18 @@ def papers_with_experiments() -> list[str]:
     """Papers that have registered experiments, in the order of ``PAPERS``."""
     have = {e.paper for e in experiments()}
     return [p for p in PAPERS if p in have]
+
+
+def linked_choice(experiment: str | None, reference: str | None
+                  ) -> tuple[Experiment, str | None] | None:
+    """The experiment (and table or figure) a page link names in its query string, e.g.
+    ``?experiment=gamma.page_size&reference=Figure 6``; None when it names no known one."""
+    if not experiment:
+        return None
+    found = {e.name: e for e in experiments()}.get(experiment)
+    if found is None:
+        return None
+    return found, (reference if reference in found.references else None)
 
 
 def papers_summary(store: ResultsStore | None) -> pd.DataFrame:
@@ -124,6 +142,13 @@ def run_configuration(exp: Experiment, store: ResultsStore, values: Mapping[str,
     """Run ``exp`` with the parameter values chosen on the Run page, stored as one new run;
     returns (run id, rows). A parameter it does not take is an ``ExperimentError``; a run that
     raises is recorded as failed and the error propagates."""
+    for kind, parameter in PLUGIN_PARAMETERS.items():
+        spec = values.get(parameter)
+        origin = plugin_origin(spec, kind) if isinstance(spec, str) else None
+        if origin and values.get("backend") == "ray":
+            raise PluginFileError(f"{spec} was loaded from {origin} into the explorer only; "
+                                  f"Ray's node processes do not have it: choose the inline "
+                                  f"backend")
     return run_and_store(exp, store, dict(values), quick=False, progress=progress)
 
 
@@ -163,6 +188,7 @@ PARAMETER_HELP = {
     "machines": "which Tandem processors to model (VLX, CLX)",
     "profile": "hardware profile that turns counted work into modeled seconds",
     "partitioner": "how tuples are declustered over the nodes",
+    "buffer_policy": "which page each node's buffer pool replaces (a registered policy)",
     "backend": "inline (one process) or ray (one actor per node); same counters either way",
     "seed": "seed of the data generator",
     "similar": "scale the fixed startup costs with the data (see minidb.experiments.tandem)",
@@ -176,6 +202,110 @@ PARTITIONER_CHOICES = ("hash(unique1)", "round_robin", "range_uniform(unique1)",
                        "range_uniform(unique2)")
 
 
+class PluginFileError(MinidbError):
+    """A plug-in file the Run page cannot load (missing, not Python, fails on import, registers
+    nothing); the message says what to change."""
+
+
+#: kinds of plug-in an experiment of the explorer can take, and the parameter that selects it
+PLUGIN_PARAMETERS = {"partitioner": "partitioner", "buffer_policy": "buffer_policy"}
+#: where each plug-in loaded from a file came from: (kind, name) -> path
+LOADED_PLUGINS: dict[tuple[str, str], str] = {}
+
+
+def _registered() -> dict[tuple[str, str], Any]:
+    for kind in ("partitioner", "buffer_policy"):
+        plugins.names(kind)  # imports the built-ins, so they never count as the file's
+    return {(kind, name): cls for kind, known in plugins._REGISTRY.items()
+            for name, cls in known.items()}
+
+
+def load_plugin_file(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Import the Python file at ``path`` (importlib) and return the (kind, name) of every
+    plug-in it registers with ``@register``; they then appear among the choices of the Run page
+    (``partitioner_choices``). Raises ``PluginFileError`` with a one-line reason for a path that
+    is empty, missing, a folder or not ``.py``, a file that fails to import, or one that
+    registers nothing."""
+    text = str(path).strip()
+    if not text:
+        raise PluginFileError("type the path of a .py file that registers a plug-in")
+    file = Path(text).expanduser()
+    if not file.exists():
+        raise PluginFileError(f"no file at {file}: check the path (it is read on the machine "
+                              f"that runs the explorer)")
+    if file.is_dir():
+        raise PluginFileError(f"{file} is a folder: give the .py file that registers the plug-in")
+    if file.suffix != ".py":
+        raise PluginFileError(f"{file} is not a Python file: the plug-in must be a .py file")
+    file = file.resolve()
+    before = _registered()
+    module_name = "minidb_user_plugin_" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise PluginFileError(f"{file} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        sys.modules.pop(module_name, None)
+        raise PluginFileError(f"{file.name}, line {err.lineno}: syntax error: {err.msg}") from None
+    except Exception as err:  # the student's code: any error is reported in one line
+        sys.modules.pop(module_name, None)
+        raise PluginFileError(f"importing {file.name} failed: {type(err).__name__}: {err}"
+                              ) from None
+    after = _registered()
+    new = sorted(key for key, cls in after.items() if before.get(key) is not cls)
+    if not new:
+        raise PluginFileError(
+            f"{file.name} registers no plug-in: decorate a class with "
+            f"@register(\"partitioner\", \"my_name\") (from minidb.plugins import register)")
+    for key in new:
+        LOADED_PLUGINS[key] = str(file)
+    return new
+
+
+def _takes_columns(cls: Any) -> bool:
+    """Whether a partitioner class is built with column names (``name(unique1)``)."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+               for p in parameters)
+
+
+def partitioner_choices() -> tuple[str, ...]:
+    """The declusterings the Run page offers: the built-in choices, then every other registered
+    partitioner (a student's, from ``load_plugin_file`` or imported code) on unique1."""
+    extra = []
+    for name in plugins.names("partitioner"):
+        if name in ("range", "predicates"):  # need boundaries or predicates, not a column
+            continue
+        cls = plugins.lookup("partitioner", name)
+        spec = f"{name}(unique1)" if _takes_columns(cls) else name
+        if spec not in PARTITIONER_CHOICES:
+            extra.append(spec)
+    return (*PARTITIONER_CHOICES, *extra)
+
+
+def plugin_origin(spec: str, kind: str = "partitioner") -> str | None:
+    """The file the plug-in of ``kind`` a spec names was loaded from (None for the others)."""
+    name = spec.split("(")[0].strip().lower()
+    return LOADED_PLUGINS.get((kind, name))
+
+
+def takes_plugin(exp: Experiment) -> bool:
+    """Whether ``exp`` takes a partitioner or a buffer policy the Run page can offer."""
+    return any(parameter in exp.defaults for parameter in PLUGIN_PARAMETERS.values())
+
+
+def builtin_plugins(exp: Experiment) -> dict[str, Any]:
+    """The paper's choice of each plug-in parameter ``exp`` takes (``hash(unique1)``, ``lru``)."""
+    return {parameter: exp.defaults[parameter] for parameter in PLUGIN_PARAMETERS.values()
+            if parameter in exp.defaults}
+
+
 def _choices(name: str) -> tuple | None:
     """Named choices for parameters that select from a fixed set, else None."""
     if name == "profile":
@@ -183,7 +313,9 @@ def _choices(name: str) -> tuple | None:
 
         return tuple(profile_names())
     if name == "partitioner":
-        return PARTITIONER_CHOICES
+        return partitioner_choices()
+    if name == "buffer_policy":
+        return tuple(plugins.names("buffer_policy"))
     if name == "backend":
         return BACKENDS
     return None
@@ -282,10 +414,67 @@ def published_cells(store: ResultsStore, paper: str, reference: str,
                               and c.get("clock") in ("modeled", None)])
     if exp is None:
         return cells
-    metrics = {r["metric"] for r in store.rows(experiment=exp.name)}
-    return [c for c in cells
+    rows = store.rows(experiment=exp.name)
+    metrics = {r["metric"] for r in rows}
+    if "response_time" in metrics:
+        metrics.add("slowdown")  # derived from two response times (``derive_versus_cells``)
+    kept = [c for c in cells
             if (c.get("experiment") == exp.name)
             or (c.get("experiment") is None and (not metrics or c["metric"] in metrics))]
+    return derive_versus_cells(kept, [r for r in rows if r.get("reference")])
+
+
+_VERSUS = re.compile(r"^(?P<head>[a-z]+)_(?P<left>[^_]+)_vs_(?P<right>[^_]+)_(?P<tail>.+)$")
+
+
+def versus_rows(row: str) -> tuple[str, str] | None:
+    """The two queries a comparison cell names: ``select_10pct_vs_0pct_nonindexed`` ->
+    (``select_10pct_nonindexed``, ``select_0pct_nonindexed``); None for other rows."""
+    found = _VERSUS.match(row)
+    if not found:
+        return None
+    head, tail = found["head"], found["tail"]
+    return f"{head}_{found['left']}_{tail}", f"{head}_{found['right']}_{tail}"
+
+
+def derive_versus_cells(cells: list[dict], rows: list[dict]) -> list[dict]:
+    """Fill the reproduced value of the paper's comparison cells (metric ``slowdown`` in
+    percent, row ``A_vs_B``) that no experiment stores: 100 * (time of A / time of B - 1), from
+    ``rows`` (the latest run's modeled response times, same column). Other cells unchanged."""
+    times = {(r["row"], r["column"]): r["value"] for r in rows
+             if r["metric"] == "response_time" and r["clock"] == "modeled"}
+    out = []
+    for c in cells:
+        pair = versus_rows(c["row"]) if c["metric"] == "slowdown" else None
+        if pair and c.get("reproduced") is None:
+            a, b = (times.get((q, c["column"])) for q in pair)
+            if a is not None and b:
+                value = 100.0 * (a / b - 1.0)
+                published = c.get("published")
+                ratio = value / published if published else None
+                c = {**c, "reproduced": value, "reproduced_unit": "percent", "ratio": ratio,
+                     "within_2x": None if ratio is None else 0.5 <= ratio <= 2.0,
+                     "note": (f"derived from {pair[0]} / {pair[1]} response times. "
+                              + (c.get("note") or ""))}
+        out.append(c)
+    return out
+
+
+def published_numbers_sentence(cells: list[dict], reference: str, limit: int = 6) -> str:
+    """One sentence, written from the reference data, saying which numbers the paper prints
+    for ``reference`` (or that it prints none); up to ``limit`` of them are named."""
+    numbered = [c for c in cells if c.get("published") is not None]
+    if not numbered:
+        return (f"The paper prints no numbers for {reference}, only what its curves do (see "
+                f"the notes at the bottom of the page).")
+    counted = (f"The paper prints {len(numbered)} number{'s' if len(numbered) > 1 else ''} "
+               f"for {reference}")
+    if len(numbered) > limit:
+        return counted + " (all in the table below)."
+    bits = [f"{c['row']} at {c['column']}: {_num(c['published'])} "
+            f"{c.get('published_unit') or ''} ({c['metric']})".replace("  ", " ")
+            for c in numbered]
+    return counted + ": " + "; ".join(bits) + "."
 
 
 def cells_frame(cells: list[dict]) -> pd.DataFrame:
@@ -487,33 +676,104 @@ def ideal_line(curves: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(lines, columns=["family", "x", "value"])
 
 
+#: the plot area of one chart panel (pixels, legend and axes not included)
+PANEL_WIDTH = 340
+PANEL_HEIGHT = 280
+#: the legend sits below the panels, its entries in this many columns
+LEGEND_COLUMNS = 3
+#: the chart keeps its panels' size and grows around them for axes and legends; without it
+#: Streamlit fits a single-panel chart, legend included, into width x height (Table 1's plot
+#: area shrank to about 15 pixels under its 12-entry legend)
+PAD = alt.AutoSizeParams(type="pad", contains="padding")
+#: a y axis whose values span this factor or more is drawn on a log scale
+LOG_SPAN = 30.0
+
+
+def _log_scale(values: pd.Series) -> bool:
+    """Whether positive ``values`` span decades (``LOG_SPAN`` or more): then a log axis keeps
+    the small ones readable."""
+    values = values.dropna()
+    return bool(len(values)) and float(values.min()) > 0 and (
+        float(values.max()) / float(values.min()) >= LOG_SPAN)
+
+
+PANEL_TITLES = {"gamma": "Gamma", "teradata": "Teradata DBC/1012", "vlx_f": "Tandem VLX",
+                "clx_f": "Tandem CLX", "vlx_g": "Tandem VLX", "clx_g": "Tandem CLX"}
+
+
+def panel_title(family: str) -> str:
+    """A chart panel's title: the machine a column family names (``gamma_100000`` -> Gamma,
+    ``vlx_f16`` -> Tandem VLX), else the family itself."""
+    return PANEL_TITLES.get(family, family)
+
+
+#: panels side by side before the next row starts (two fit a laptop's wide Streamlit page)
+PANELS_PER_ROW = 2
+
+
+def _panels(panels: list) -> alt.TopLevelMixin:
+    """One panel alone, or the panels in rows of ``PANELS_PER_ROW`` sharing their y scale and
+    legends; sized ``PAD`` (see there)."""
+    if len(panels) == 1:
+        return panels[0].properties(autosize=PAD)
+    return alt.concat(*panels, columns=PANELS_PER_ROW).resolve_scale(y="shared").properties(
+        autosize=PAD)
+
+
 def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFrame,
-                metric: str, unit: str = "") -> alt.LayerChart | alt.Chart:
-    """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed)."""
+                metric: str, unit: str = "") -> alt.TopLevelMixin:
+    """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed).
+
+    Legible whatever the table: one panel per machine (column family), two to a row, each with
+    a fixed plot area of ``PANEL_WIDTH`` x ``PANEL_HEIGHT`` pixels (a legend never squeezes
+    it); the queries' legend below, in ``LEGEND_COLUMNS`` columns, shared by the panels (one colour per query); log axes where the values span decades
+    (``LOG_SPAN``). One machine gives a single layered chart."""
     families = sorted(curves["family"].unique())
-    xs = curves["x"]
-    log_x = len(xs) and xs.min() > 0 and xs.max() / xs.min() >= 50
-    x_scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
-    x = alt.X("x:Q", title=axis_title(families), scale=x_scale)
+    log_x = _log_scale(curves["x"]) and curves["x"].max() / curves["x"].min() >= 50
+    y_values = pd.concat([curves["value"], published["value"] if not published.empty
+                          else pd.Series(dtype=float)])
+    log_y = _log_scale(y_values.astype(float))
     y_title = f"{metric} ({unit})" if unit else metric
-    layers = [alt.Chart(curves).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title=y_title),
-        color=alt.Color("series:N", title="reproduced",
-                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=400)),
-        tooltip=["series", "column", alt.Tooltip("value:Q", format=".4g")])]
-    if not ideal.empty:
-        ideal = ideal.assign(kind="ideal (linear)" if metric == "speedup" else "ideal (flat)")
-        layers.append(alt.Chart(ideal).mark_line(strokeDash=[6, 4], color="gray").encode(
-            x=x, y="value:Q", detail="family:N",
-            tooltip=["kind", alt.Tooltip("value:Q", format=".3g")]))
-    if not published.empty:
-        published = published.assign(kind="published (paper)")
-        layers.append(alt.Chart(published).mark_point(
-            shape="diamond", size=140, filled=True, color="black").encode(
-            x=x, y="value:Q", shape=alt.Shape("kind:N", title=""),
-            tooltip=["series", "reference", "column", alt.Tooltip("value:Q", format=".4g"),
-                     "source", "note"]))
-    return alt.layer(*layers).resolve_scale(color="independent", shape="independent")
+    if log_y:
+        y_title += ", log scale"
+    queries = sorted(curves["row"].unique())
+    legend = alt.Legend(orient="bottom", direction="vertical", columns=LEGEND_COLUMNS,
+                        labelLimit=300, title="reproduced (query)", symbolLimit=0)
+    color = alt.Color("row:N", scale=alt.Scale(domain=queries), legend=legend)
+    y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=not log_y)
+    published_family = (published["column"].map(lambda c: column_position(c)[0])
+                        if not published.empty else pd.Series(dtype=str))
+
+    def panel(family: str) -> alt.LayerChart:
+        points = curves[curves["family"] == family]
+        x = alt.X("x:Q", title=AXES[family].title if family in AXES else family,
+                  scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False))
+        y = alt.Y("value:Q", title=y_title, scale=y_scale)
+        layers = [alt.Chart(points).mark_line(point=True).encode(
+            x=x, y=y, color=color,
+            tooltip=["series", "column", alt.Tooltip("value:Q", format=".4g")])]
+        own_ideal = ideal[ideal["family"] == family] if not ideal.empty else ideal
+        if not own_ideal.empty:
+            own_ideal = own_ideal.assign(
+                kind="ideal (linear)" if metric == "speedup" else "ideal (flat)")
+            layers.append(alt.Chart(own_ideal).mark_line(strokeDash=[6, 4], color="gray").encode(
+                x=x, y=y, detail="family:N",
+                tooltip=["kind", alt.Tooltip("value:Q", format=".3g")]))
+        own_points = published[published_family == family] if not published.empty else published
+        if not own_points.empty:
+            own_points = own_points.assign(kind="published (paper)")
+            layers.append(alt.Chart(own_points).mark_point(
+                shape="diamond", size=140, filled=True, color="black").encode(
+                x=x, y=y, shape=alt.Shape("kind:N", title="",
+                                          scale=alt.Scale(range=["diamond"]),
+                                          legend=alt.Legend(orient="bottom")),
+                tooltip=["series", "reference", "column", alt.Tooltip("value:Q", format=".4g"),
+                         "source", "note"]))
+        title = panel_title(family) if len(families) > 1 else ""
+        return alt.layer(*layers).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
+                                             title=title)
+
+    return _panels([panel(f) for f in families])
 
 
 def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
@@ -571,14 +831,69 @@ def run_label(run: Mapping[str, Any]) -> str:
     return " · ".join(bits)
 
 
+def default_experiment(runs: list[Mapping[str, Any]]) -> str | None:
+    """The experiment Compare runs opens on (``runs`` newest first): the one whose newest run is
+    the most recent among experiments with two runs or more, else the newest run's."""
+    if not runs:
+        return None
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r["experiment"]] = counts.get(r["experiment"], 0) + 1
+    for r in runs:
+        if counts[r["experiment"]] >= 2:
+            return r["experiment"]
+    return runs[0]["experiment"]
+
+
 def default_pair(runs: list[Mapping[str, Any]]) -> tuple[int, int]:
-    """Positions (A, B) in ``runs`` (newest first) to compare first: the newest run as B, and as
-    A the run of the same experiment before it, else the second newest."""
+    """Positions (A, B) in ``runs`` (newest first) to compare first: the two latest runs of
+    ``default_experiment`` (B the newest of them, A the one before); with no experiment run
+    twice, the two newest runs."""
     if len(runs) < 2:
         raise ValueError("comparing needs two runs")
-    newest = runs[0]["experiment"]
-    same = [i for i, r in enumerate(runs[1:], start=1) if r["experiment"] == newest]
-    return (same[0] if same else 1), 0
+    chosen = default_experiment(runs)
+    same = [i for i, r in enumerate(runs) if r["experiment"] == chosen]
+    if len(same) >= 2:
+        return same[1], same[0]
+    return 1, 0
+
+
+def comparison_curves(rows_a: list[dict], rows_b: list[dict], metric: str,
+                      clock: str = "modeled") -> pd.DataFrame:
+    """The curves of ``metric`` of two runs in one table, with a ``run`` column (A or B)."""
+    frames = [curve_frame(rows, metric, clock).assign(run=label)
+              for label, rows in (("A", rows_a), ("B", rows_b))]
+    return pd.concat(frames, ignore_index=True)
+
+
+def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
+                     ) -> alt.TopLevelMixin:
+    """Run A (solid) and run B (dashed) as curves of ``metric``, one colour per query, one panel
+    per machine, the same fixed plot size and log rules as ``curve_chart``."""
+    families = sorted(curves["family"].unique())
+    log_x = _log_scale(curves["x"]) and curves["x"].max() / curves["x"].min() >= 50
+    log_y = _log_scale(curves["value"].astype(float))
+    y_title = (f"{metric} ({unit})" if unit else metric) + (", log scale" if log_y else "")
+    queries = sorted(curves["row"].unique())
+    color = alt.Color("row:N", scale=alt.Scale(domain=queries),
+                      legend=alt.Legend(orient="bottom", direction="vertical",
+                                        columns=LEGEND_COLUMNS, labelLimit=300, title="query",
+                                        symbolLimit=0))
+    dash = alt.StrokeDash("run:N", scale=alt.Scale(domain=["A", "B"], range=[[1, 0], [6, 3]]),
+                          legend=alt.Legend(orient="bottom", title="run", symbolType="stroke"))
+
+    def panel(family: str) -> alt.Chart:
+        x = alt.X("x:Q", title=AXES[family].title if family in AXES else family,
+                  scale=alt.Scale(type="log") if log_x else alt.Scale(zero=False))
+        y = alt.Y("value:Q", title=y_title,
+                  scale=alt.Scale(type="log") if log_y else alt.Scale(zero=True))
+        return alt.Chart(curves[curves["family"] == family]).mark_line(point=True).encode(
+            x=x, y=y, color=color, strokeDash=dash, detail="run:N",
+            tooltip=["run", "series", "column", alt.Tooltip("value:Q", format=".4g")]
+        ).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
+                     title=panel_title(family) if len(families) > 1 else "")
+
+    return _panels([panel(f) for f in families])
 
 
 def parameter_diff(run_a: Mapping[str, Any], run_b: Mapping[str, Any]) -> pd.DataFrame:

@@ -4,7 +4,8 @@ The format is Gradescope's autograder specification: a top-level ``score``, ``ex
 (seconds), ``output`` (text for the student), ``stdout_visibility`` (whether the student sees what
 the autograder printed, which here is meant for the instructor, so ``hidden``) and ``tests``, each
 with ``name``, ``number``, ``score``, ``max_score``, ``status`` (``passed`` / ``failed``),
-``output``, ``visibility`` and ``tags``. A test's visibility is one of ``visible``, ``hidden``
+``output``, ``visibility`` and ``tags``, and, for a lab with a performance dimension, an optional
+``leaderboard`` (``leaderboard_entry``). A test's visibility is one of ``visible``, ``hidden``
 (never shown to the student), ``after_due_date`` and ``after_published``.
 
 ``write_results`` replaces the file in one step (a temporary file renamed over it), so a reader
@@ -68,6 +69,8 @@ class Results:
     tests: list[TestResult] = field(default_factory=list)
     output: str = ""
     execution_time: float = 0.0
+    leaderboard: list[dict] = field(default_factory=list)
+    """Gradescope leaderboard columns (``leaderboard_entry``); left out of the file when empty."""
 
     @property
     def score(self) -> float:
@@ -84,7 +87,26 @@ class Results:
             "output": clean_text(self.output, OUTPUT_LIMIT),
             "stdout_visibility": "hidden",
             "tests": [t.as_json() for t in self.tests],
+            **({"leaderboard": list(self.leaderboard)} if self.leaderboard else {}),
         }
+
+
+LEADERBOARD_ORDERS = ("asc", "desc")
+
+
+def leaderboard_entry(name: str, value: float | str, order: str = "desc") -> dict:
+    """One column of Gradescope's leaderboard, for a lab with a performance dimension (say the
+    hit ratio of a student's replacement policy on a hidden trace): ``{"name", "value",
+    "order"}``, ``order`` ``desc`` when larger is better and ``asc`` when smaller is. A number
+    is rounded to 4 digits; a string value is shown as is (Gradescope sorts it as text)."""
+    if order not in LEADERBOARD_ORDERS:
+        raise ValueError(f"leaderboard order {order!r} is not one of {LEADERBOARD_ORDERS}")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"a leaderboard value is a number or a string, not {value!r}")
+    if isinstance(value, float) and value != value:  # NaN: JSON cannot hold it
+        raise ValueError(f"leaderboard value of {name!r} is not a number")
+    shown = round(float(value), 4) if not isinstance(value, str) else clean_text(value, 60)
+    return {"name": clean_text(name, 60), "value": shown, "order": order}
 
 
 def write_results(path: str | os.PathLike, results: Results) -> None:

@@ -410,7 +410,6 @@ def _runs_table(runs: list[dict]) -> str:
 def app(port: int, headless: bool, store_path: Path | None) -> None:
     """Start the Streamlit explorer (app/Home.py) on the results store."""
     import os
-    import subprocess
 
     home = Path(__file__).resolve().parents[1] / "app" / "Home.py"
     if not home.is_file():
@@ -426,7 +425,75 @@ def app(port: int, headless: bool, store_path: Path | None) -> None:
                "--browser.gatherUsageStats", "false"]
     if headless:
         command += ["--server.headless", "true"]
-    sys.exit(subprocess.call(command, env=env))
+    sys.exit(serve(command, env))
+
+
+#: seconds Streamlit has to stop after ``minidb app`` is told to stop, before it is killed
+APP_STOP_GRACE_S = 10.0
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs Streamlit (Linux): ask the kernel for SIGTERM when the
+    parent dies, so that even ``kill -9`` of ``minidb app`` leaves no server behind."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(command: list[str], env: dict[str, str] | None = None,
+          grace_s: float = APP_STOP_GRACE_S) -> int:
+    """Run ``command`` (the Streamlit server) until it exits, and stop it with us.
+
+    The server runs in its own process group. SIGINT (Ctrl-C), SIGTERM and SIGHUP sent to this
+    process are passed on to that whole group as SIGTERM; what is still running ``grace_s``
+    seconds later is killed, so stopping ``minidb app`` never leaves an orphan server holding
+    the port; on Linux the server also gets SIGTERM if this process is killed outright
+    (``_die_with_parent``). Returns the server's exit status, or 128 + the signal's number when a signal
+    stopped it."""
+    import os
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(command, env=env, start_new_session=True,
+                             preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    received: list[int] = []
+
+    def to_group(sig: int) -> None:
+        try:
+            os.killpg(child.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(signum: int, _frame: object) -> None:
+        received.append(signum)
+        to_group(signal.SIGTERM)
+
+    handled = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    previous = {sig: signal.signal(sig, stop) for sig in handled}
+    try:
+        deadline = None
+        while True:
+            try:
+                status = child.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if received and deadline is None:
+                    deadline = time.monotonic() + grace_s
+                if deadline is not None and time.monotonic() > deadline:
+                    to_group(signal.SIGKILL)
+    finally:
+        if child.poll() is None:  # an exception of our own: never leave the server behind
+            to_group(signal.SIGKILL)
+            child.wait()
+        to_group(signal.SIGKILL)  # whatever the server started and left in its group
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 + received[0] if received else status
 
 
 if __name__ == "__main__":  # pragma: no cover

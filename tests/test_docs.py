@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCHED = ("minidb", "labs", "lectures", "autograder", "app", "datasets", "tests", "benchmarks",
-            "docs", "README.md")
+            "docs", "instructors", "README.md")
 SUFFIXES = {".py", ".md", ".ipynb", ".csv", ".toml", ".txt"}
 OUTSIDE = re.compile(r"FACTS\.md|shared/papers|\.\./shared|/work/shared")
 DOC_PATH = re.compile(r"docs/[a-z_]+\.md")

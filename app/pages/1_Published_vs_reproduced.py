@@ -14,6 +14,11 @@ store = ui.open_store(ui.store_path())
 papers = explorer.papers_with_experiments()
 finished = store.runs(status="ok")
 stored = [p for p in papers if any(r["paper"] == p for r in finished)]
+# a link may name the figure: ?experiment=gamma.page_size&reference=Figure 6 (lectures, tests)
+wanted = explorer.linked_choice(st.query_params.get("experiment"),
+                                st.query_params.get("reference"))
+if wanted is not None:
+    stored = [wanted[0].paper]
 pick_paper, pick_experiment, pick_reference = st.columns(3)
 paper = pick_paper.selectbox("Paper", papers, index=papers.index(stored[0]) if stored else 0,
                              format_func=lambda p: f"{p}: {PAPERS[p].split(':')[0]}",
@@ -21,13 +26,16 @@ paper = pick_paper.selectbox("Paper", papers, index=papers.index(stored[0]) if s
 exps = {e.name: e for e in experiments(paper)}
 ran = [name for name in exps if any(r["experiment"] == name for r in finished)]
 names = list(exps)
-name = pick_experiment.selectbox("Experiment", names,
-                                 index=names.index(ran[0]) if ran else 0,
+first = wanted[0].name if wanted and wanted[0].name in names else (ran[0] if ran else names[0])
+name = pick_experiment.selectbox("Experiment", names, index=names.index(first),
                                  format_func=lambda n: f"{n}: {exps[n].title}",
                                  key=f"pvr_experiment_{paper}")
 exp = exps[name]
-reference = pick_reference.selectbox("Table or figure", exp.references,
-                                     key=f"pvr_reference_{name}")
+references = list(exp.references)
+reference = pick_reference.selectbox(
+    "Table or figure", references,
+    index=references.index(wanted[1]) if wanted and wanted[1] in references else 0,
+    key=f"pvr_reference_{name}")
 
 rows = explorer.experiment_rows(store, exp)
 scale = explorer.run_scale(store, rows)
@@ -41,14 +49,17 @@ else:
 
 # -- the paper's cells ---------------------------------------------------------------------
 st.subheader(f"{reference}: the paper's numbers")
-cells = explorer.cells_frame(explorer.published_cells(store, paper, reference, exp))
+cell_list = explorer.published_cells(store, paper, reference, exp)
+cells = explorer.cells_frame(cell_list)
 compared = cells[cells["ratio"].notna() & cells["within 2x"].notna()]  # calibration cells out
 within = int(compared["within 2x"].astype(bool).sum()) if len(compared) else 0
 missing = int(cells["reproduced"].isna().sum())
 if cells.empty:
-    st.write(f"The paper prints no numbers for {reference}, only what its curves do (see the "
-             f"notes at the bottom of the page).")
+    # said from the reference data: what the paper prints for this figure, if anything
+    st.write(explorer.published_numbers_sentence(
+        explorer.published_cells(store, paper, reference), reference))
 else:
+    st.write(explorer.published_numbers_sentence(cell_list, reference))
     st.markdown(f"**{within} of {len(compared)}** reproduced cells within a factor of 2 of the "
                 f"paper; {missing} published cells not reproduced by the latest run. Cells off "
                 f"by more than 2x are red, cells not reproduced are grey.")
@@ -86,7 +97,8 @@ if rows:
             published = published.iloc[0:0]  # the paper's times are its hardware's, not ours
         ideal = explorer.ideal_line(curves, metric)
         unit = str(curves["unit"].iloc[0])
-        st.altair_chart(explorer.curve_chart(curves, published, ideal, metric, unit))
+        st.altair_chart(explorer.curve_chart(curves, published, ideal, metric, unit),
+                        width="content")
         notes = []
         if not published.empty:
             notes.append("black diamonds: the paper's numbers (its tables and the points its "

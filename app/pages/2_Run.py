@@ -24,6 +24,32 @@ if not explorer.takes_partitioner(exp):
             f"These are the parameters it takes:")
 st.dataframe(explorer.parameters_frame(exp), hide_index=True)
 
+if explorer.takes_plugin(exp):
+    with st.expander("Your own partitioner or replacement policy (a plug-in file)",
+                     expanded=bool(st.session_state.get("run_plugin_message"))):
+        st.markdown(
+            "A `.py` file whose classes are decorated with `@register(\"partitioner\", "
+            "\"my_name\")` (see `minidb/parallel/partitioners.py`) or "
+            "`@register(\"buffer_policy\", \"my_policy\")` (see `minidb/buffer/policy.py`), "
+            "as in Lab 1's assignment. Once loaded, a partitioner is offered as "
+            "`my_name(unique1)` in the *partitioner* choice below and a policy by its name in "
+            "*buffer_policy*; tick *also run the paper's choices* to compare yours with them "
+            "on the Compare runs page. Plug-ins loaded here run on the inline backend.")
+        plugin_path = st.text_input("Path of the plug-in file", key="run_plugin_path",
+                                    placeholder="/home/me/lab1/my_partitioner.py")
+        if st.button("Load plug-in", key="run_plugin_load"):
+            try:
+                loaded = explorer.load_plugin_file(plugin_path)
+            except explorer.PluginFileError as err:
+                st.session_state["run_plugin_message"] = ("error", str(err))
+            else:
+                st.session_state["run_plugin_message"] = (
+                    "success", "Loaded " + ", ".join(f"{kind} {name!r}" for kind, name in loaded)
+                    + f" from {plugin_path.strip()}.")
+        if st.session_state.get("run_plugin_message"):
+            level, message = st.session_state["run_plugin_message"]
+            (st.error if level == "error" else st.success)(message)
+
 specs = explorer.parameter_specs(exp)
 with st.form(key=f"run_form_{name}"):
     values = {}
@@ -54,7 +80,15 @@ with st.form(key=f"run_form_{name}"):
         else:
             values[spec.name] = where.text_input(spec.name, value=spec.default, help=spec.help,
                                                  key=key)
-    submitted = st.form_submit_button("Run and store", type="primary")
+    builtin = explorer.builtin_plugins(exp)
+    also_builtin = False
+    if builtin:
+        also_builtin = st.checkbox(
+            f"Also run the paper's choices ({', '.join(builtin.values())}) first, to compare "
+            f"with them", key=f"run_{name}_also_builtin",
+            help="Two runs are stored: the paper's partitioner and policy, then yours; Compare "
+                 "runs opens on those two.")
+    submitted = st.form_submit_button("Run and store", type="primary", key="run_submit")
 
 if submitted:
     empty = [k for k, v in values.items() if isinstance(v, list) and not v]
@@ -62,8 +96,11 @@ if submitted:
         st.error(f"Choose at least one value for {', '.join(empty)}.")
     else:
         store = ui.open_store(path, create=True)
-        progress = ui.progress_bar(name)
         try:
+            if also_builtin and any(values.get(k) != v for k, v in builtin.items()):
+                explorer.run_configuration(exp, store, {**values, **builtin},
+                                           ui.progress_bar(f"{name}, the paper's choices"))
+            progress = ui.progress_bar(name)
             run_id, rows = explorer.run_configuration(exp, store, values, progress)
         except Exception as err:  # any failure is shown on the page, and the run kept as failed
             st.error(f"{name} failed: {err}. The run is recorded as failed in {path}.")
@@ -79,6 +116,8 @@ if last:
     st.dataframe(explorer.rows_frame(last["rows"]), hide_index=True)
     st.page_link("pages/1_Published_vs_reproduced.py", label="See it beside the paper",
                  icon=":material/compare_arrows:")
+    st.page_link("pages/3_Compare_runs.py", label="Compare it with the run before it",
+                 icon=":material/difference:")
 
 store = explorer.open_store(path)
 if store is not None:

@@ -139,16 +139,18 @@ def _machines(p: Params, progress: Progress) -> Iterator[tuple[str, int, Params]
 
 
 def paper_machine(system: str, backend: str, nodes: int | None = None, page_size: int = PAGE_SIZE,
-             profile: str | None = None, buffer_page_size: int | None = None):
+             profile: str | None = None, buffer_page_size: int | None = None,
+             buffer_policy: str = "lru"):
     """The paper's machine for ``system`` (Gamma: 8 disk nodes; Teradata: 20 AMPs), or one of
     ``nodes`` nodes built the same way. The buffer pool holds the system's page memory in pages
     of ``buffer_page_size`` (the page size itself by default): the page-size experiments keep the
-    number of buffer pages constant (§1), so they size it for their largest page."""
+    number of buffer pages constant (§1), so they size it for their largest page. The pool is
+    replaced by ``buffer_policy`` (a registered name; LRU unless a student's is chosen)."""
     spec = SYSTEMS[system]
     memory = spec["buffer_bytes"]
     frames = None if memory is None else int(memory // (buffer_page_size or page_size))
     return build(nodes or spec["nodes"], profile or spec["profile"], page_size, backend,
-                 buffer_pages=frames, rid_fetch=spec["rid_fetch"])
+                 buffer_pages=frames, rid_fetch=spec["rid_fetch"], buffer_policy=buffer_policy)
 
 
 def _time_rows(name: str, reference: str, row: str, column: str, params: Params, m) -> list[dict]:
@@ -260,17 +262,19 @@ def _check_systems(systems: list[str]) -> list[str]:
 @experiment("gamma.selection_speedup", title="Selection response time and speedup, 1-8 disk nodes",
             references=("Figure 2", "Figure 3", "Figure 4", "Figure 5"),
             defaults={"scale": 1.0, "nodes": [1, 2, 3, 4, 5, 6, 7, 8], "seed": 1,
-                      "backend": "inline", "profile": "gamma", "partitioner": "hash(unique1)"},
+                      "backend": "inline", "profile": "gamma", "partitioner": "hash(unique1)",
+                      "buffer_policy": "lru"},
             quick={"nodes": [1, 2, 4, 8]})
 def selection_speedup(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.selection_speedup"
     tuples = scaled([FIGURE_TUPLES], p["scale"])[0]
     paper_config = (tuples == FIGURE_TUPLES and p["profile"] == "gamma"
-                    and p["partitioner"] == "hash(unique1)")
+                    and p["partitioner"] == "hash(unique1)" and p["buffer_policy"] == "lru")
     progress.start(len(p["nodes"]))
     rows, base = [], {}
     for nodes in sorted(p["nodes"]):
-        with paper_machine("gamma", p["backend"], nodes, profile=p["profile"]) as db:
+        with paper_machine("gamma", p["backend"], nodes, profile=p["profile"],
+                           buffer_policy=p["buffer_policy"]) as db:
             load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_2_QUERIES + FIGURE_4_QUERIES:
                 figure = 2 if query in FIGURE_2_QUERIES else 4
@@ -278,7 +282,8 @@ def selection_speedup(p: Params, progress: Progress) -> list[dict]:
                 time_figure = 5 if query == "select_0pct_nonclustered_index" else figure
                 params = {"tuples": tuples, "nodes": nodes, "page_size": PAGE_SIZE,
                           "profile": p["profile"], "query": query, "seed": p["seed"],
-                          "backend": p["backend"], "partitioner": p["partitioner"]}
+                          "backend": p["backend"], "partitioner": p["partitioner"],
+                          "buffer_policy": p["buffer_policy"]}
                 m = measure(db, select_into(query, tuples), drop="result")
                 column = f"nodes_{nodes}"
                 ref = f"Figure {time_figure}" if paper_config else ""
@@ -300,24 +305,27 @@ def selection_speedup(p: Params, progress: Progress) -> list[dict]:
             references=("Figure 6", "Figure 7", "Figure 8", "Figure 9"),
             defaults={"scale": 1.0, "page_sizes": [2048, 4096, 8192, 16384, 32768],
                       "nodes": FIGURE_NODES, "seed": 1, "backend": "inline", "profile": "gamma",
-                      "partitioner": "hash(unique1)"},
+                      "partitioner": "hash(unique1)", "buffer_policy": "lru"},
             quick={})
 def page_size(p: Params, progress: Progress) -> list[dict]:
     name = "gamma.page_size"
     tuples = scaled([FIGURE_TUPLES], p["scale"])[0]
     paper_config = (tuples == FIGURE_TUPLES and p["nodes"] == FIGURE_NODES
-                    and p["profile"] == "gamma" and p["partitioner"] == "hash(unique1)")
+                    and p["profile"] == "gamma" and p["partitioner"] == "hash(unique1)"
+                    and p["buffer_policy"] == "lru")
     progress.start(len(p["page_sizes"]))
     rows, base = [], {}
     for size in sorted(p["page_sizes"]):
         with paper_machine("gamma", p["backend"], p["nodes"], size, p["profile"],
-                      buffer_page_size=max(p["page_sizes"])) as db:
+                           buffer_page_size=max(p["page_sizes"]),
+                           buffer_policy=p["buffer_policy"]) as db:
             load_wisconsin(db, tuples, p["seed"], "gamma", partitioner=p["partitioner"])
             for query in FIGURE_6_QUERIES + FIGURE_8_QUERIES:
                 figure = 6 if query in FIGURE_6_QUERIES else 8
                 params = {"tuples": tuples, "nodes": p["nodes"], "page_size": size,
                           "profile": p["profile"], "query": query, "seed": p["seed"],
-                          "backend": p["backend"], "partitioner": p["partitioner"]}
+                          "backend": p["backend"], "partitioner": p["partitioner"],
+                          "buffer_policy": p["buffer_policy"]}
                 # Figure 8 plots the selection *through* the non-clustered index at every page
                 # size; minidb's planner would scan instead once the fragment has fewer pages
                 # than matches (at 32 KB), so the index is forced

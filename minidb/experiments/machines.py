@@ -63,15 +63,18 @@ def scaled_fixed_costs(profile: str | HardwareProfile, scale: float) -> Hardware
 
 def build(nodes: int, profile: str | HardwareProfile, page_size: int = 4096,
           backend: str = "inline", disk_nodes: int | None = None,
-          buffer_pages: int | None = None, rid_fetch: str = "sorted") -> ParallelDatabase:
+          buffer_pages: int | None = None, rid_fetch: str = "sorted",
+          buffer_policy: str = "lru") -> ParallelDatabase:
     """A parallel database of ``nodes`` nodes priced with ``profile``. Each node's buffer pool
     holds ``buffer_pages`` pages, by default as many as the profile's memory per node (at least
-    16); ``rid_fetch`` is how its non-clustered index scans fetch records."""
+    16), replaced by the registered ``buffer_policy``; ``rid_fetch`` is how its non-clustered
+    index scans fetch records."""
     if buffer_pages is None:
         buffer_pages = get_profile(profile).memory_bytes // page_size
     return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size, profile=profile,
                             disk_nodes=disk_nodes, rid_fetch=rid_fetch,
-                            buffer_pages=max(MIN_BUFFER_PAGES, buffer_pages))
+                            buffer_pages=max(MIN_BUFFER_PAGES, buffer_pages),
+                            buffer_policy=buffer_policy)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,18 @@ the multipage navigation works in a browser, and the page renders. It needs Debi
 (``apt-get install -y chromium``; ``bash .ci/run`` installs it) and the Python ``playwright``
 package (no playwright browser download). It fails, rather than skips, when either is missing,
 so CI cannot pass without it; set MINIDB_SKIP_BROWSER=1 to leave it out on purpose.
+
+``test_every_chart_has_a_readable_plot_area`` screenshots every page (the Published vs
+reproduced page once per table and figure of every experiment, through its
+``?experiment=...&reference=...`` links) and measures each chart's plot area from the SVG Vega
+draws: the length of each x axis's domain line is a panel's width, of each y axis's its height.
+Screenshots and ``plot_sizes.json`` go to ``$MINIDB_SCREENSHOTS`` (default: the test's tmp
+folder).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,10 +25,13 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from minidb.experiments import experiments
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -127,3 +138,157 @@ def test_explorer_in_a_headless_browser(sync_playwright, seeded_store_path, tmp_
         assert "Traceback" not in log.read_text()
     finally:
         _stop(server)
+
+
+#: runs that give every experiment rows (about 15 s), added to the session's seeded store
+CHART_RUNS = (
+    ("gamma.selection", {"scale": 0.005}),
+    ("gamma.aggregates", {"scale": 0.005, "sizes": [10_000, 100_000]}),
+    ("gamma.updates", {"scale": 0.005, "sizes": [10_000, 100_000]}),
+    ("gamma.access_paths", {"scale": 0.05, "page_sizes": [4096, 16384]}),
+    ("tandem.speedup", {"scale": 0.001, "partitions": [2, 4]}),
+    ("tandem.scaleup", {"scale": 0.001, "partitions": [2, 4]}),
+)
+#: the smallest plot area a chart panel may have (pixels); the old Table 1 chart had ~15 px
+MIN_PLOT_HEIGHT = 150
+MIN_PLOT_WIDTH = 200
+
+#: per chart on the page, its plot areas (one per panel) as drawn on the screen: the background
+#: rectangle of each Vega view group (the root frame, or each cell of a concatenation) spans
+#: exactly the view's width x height, the area inside the axes; legends, titles and axes are
+#: groups of other roles (a legend's entries are scopes inside it). Empty backgrounds (a concatenation's root) and rectangles that enclose
+#: another (a frame around its panels) are left out.
+MEASURE_CHARTS = """() => Array.from(
+    document.querySelectorAll('[data-testid="stVegaLiteChart"]')).map(chart => {
+  const found = [];
+  chart.querySelectorAll('g.mark-group.role-frame > g > path.background, '
+                         + 'g.mark-group.role-scope > g > path.background').forEach(path => {
+    if (path.closest('.role-legend')) return;  // a legend's entries are groups too
+    const r = path.getBoundingClientRect();
+    const rect = [r.x, r.y, r.width, r.height].map(Math.round);
+    if (rect[2] > 1 && rect[3] > 1 && !found.some(f => f.join() === rect.join())) {
+      found.push(rect);
+    }
+  });
+  const encloses = (a, b) => a !== b && a[0] <= b[0] && a[1] <= b[1]
+      && a[0] + a[2] >= b[0] + b[2] && a[1] + a[3] >= b[1] + b[3];
+  const areas = found.filter(a => !found.some(b => encloses(a, b)));
+  const box = chart.getBoundingClientRect();
+  return {areas: areas.map(a => [a[2], a[3]]),
+          box: [Math.round(box.width), Math.round(box.height)]};
+})"""
+#: true once the page finished running and drew its chart (or said there is none to draw)
+PAGE_DONE = """() => {
+  const running = document.querySelector('[data-testid="stStatusWidget"]');
+  const text = document.body.innerText;
+  const charts = document.querySelectorAll('[data-testid="stVegaLiteChart"] g.role-axis');
+  return !running && (charts.length > 0 || text.includes('Nothing to plot')
+                      || text.includes('has no numbers on the')
+                      || text.includes('No stored run') || text.includes('rows along an axis'));
+}"""
+
+
+@pytest.fixture(scope="module")
+def chart_store_path(seeded_store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seeded store plus one small run of every other experiment."""
+    from minidb.experiments.reproduce import run_and_store
+    from minidb.results import ResultsStore
+
+    path = tmp_path_factory.mktemp("charts") / "results.duckdb"
+    shutil.copyfile(seeded_store_path, path)
+    store = ResultsStore(path)
+    for name, overrides in CHART_RUNS:
+        run_and_store(name, store, overrides)
+    return path
+
+
+def _shots_dir(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("MINIDB_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _plot_sizes(page, url: str, name: str, shots: Path) -> list[dict]:
+    """Open ``url``, wait until it ran, screenshot it and measure its charts."""
+    page.goto(url)
+    page.wait_for_function(PAGE_DONE, timeout=PAGE_TIMEOUT_MS, polling=250)
+    page.wait_for_timeout(300)  # the chart's last layout pass
+    page.screenshot(path=shots / f"{name}.png")
+    return page.evaluate(MEASURE_CHARTS)
+
+
+def _chart_pages(every_reference: bool) -> list[tuple[str, str]]:
+    """(screenshot name, URL path) of the pages with charts: each page's default, then the
+    Published vs reproduced page for each experiment's first table or figure (or for all)."""
+    targets = [("published-default", "Published_vs_reproduced"),
+               ("compare-default", "Compare_runs")]
+    for exp in experiments():
+        for reference in exp.references if every_reference else exp.references[:1]:
+            if (exp.name, reference) == ("gamma.selection", "Table 1") and not every_reference:
+                continue  # the page's default, measured above
+            query = urllib.parse.urlencode({"experiment": exp.name, "reference": reference})
+            slug = f"published-{exp.name}-{reference}".replace(" ", "_").replace(".", "_")
+            targets.append((slug, f"Published_vs_reproduced?{query}"))
+    return targets
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("every_reference", [
+    False, pytest.param(True, marks=pytest.mark.slow, id="every-reference")])
+def test_every_chart_has_a_readable_plot_area(sync_playwright, chart_store_path, tmp_path,
+                                              every_reference):
+    """In the default run: every page's default and each experiment's first table or figure
+    (about 60 s); with ``-m slow``, every table and figure of every experiment."""
+    store = tmp_path / "results.duckdb"
+    shutil.copyfile(chart_store_path, store)
+    shots = _shots_dir(tmp_path)
+    port = _free_port()
+    log = tmp_path / "streamlit.log"
+    env = {**os.environ, "MINIDB_RESULTS": str(store)}
+    targets = _chart_pages(every_reference)
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "Home.py"),
+             "--server.headless", "true", "--server.port", str(port),
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    measured: dict[str, list[dict]] = {}
+    try:
+        _wait_until_healthy(port, server, log)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 2000})
+                page.set_default_timeout(PAGE_TIMEOUT_MS)
+                for name, path in [("home", ""), ("run", "Run"), ("findings", "Findings")]:
+                    page.goto(f"http://127.0.0.1:{port}/{path}")
+                    page.wait_for_function(
+                        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
+                        "&& document.querySelector('h1')", timeout=PAGE_TIMEOUT_MS)
+                    page.wait_for_timeout(300)
+                    page.screenshot(path=shots / f"{name}.png")
+                for name, path in targets:
+                    measured[name] = _plot_sizes(page, f"http://127.0.0.1:{port}/{path}", name,
+                                                 shots)
+            finally:
+                browser.close()
+    finally:
+        _stop(server)
+    (shots / "plot_sizes.json").write_text(json.dumps(measured, indent=1))
+    print(f"screenshots and plot_sizes.json in {shots}")
+    drawn = {name: charts for name, charts in measured.items() if charts}
+    # every experiment has rows, so every page and every table or figure draws a chart, but
+    # gamma.access_paths (the optimizer's choice: flags, no times on the modeled clock)
+    chartless = sorted(set(measured) - set(drawn))
+    assert chartless == ["published-gamma_access_paths-Figure_8"], f"no chart on {chartless}"
+    assert "compare-default" in drawn and "published-default" in drawn
+    small = {}
+    for name, charts in drawn.items():
+        for chart in charts:
+            print(f"{name:55} plot areas (w x h px) "
+                  f"{', '.join(f'{w}x{h}' for w, h in chart['areas'])}; chart {chart['box']}")
+            if not chart["areas"] or any(w < MIN_PLOT_WIDTH or h < MIN_PLOT_HEIGHT
+                                         for w, h in chart["areas"]):
+                small[name] = chart
+    assert not small, f"charts with a plot area under {MIN_PLOT_WIDTH}x{MIN_PLOT_HEIGHT}: {small}"
+    assert "Traceback" not in log.read_text()

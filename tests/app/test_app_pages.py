@@ -112,6 +112,19 @@ def test_published_page_follows_the_chosen_experiment(store_path):
     assert "What the paper says about Figure 6" in [e.label for e in at.expander]
 
 
+def test_figure_6_says_the_numbers_the_paper_prints(store_path):
+    """Figure 6's text gives two numbers (the 10% selection 19% and 50% slower than the 0% one);
+    the page says so from the reference data, and lists them as cells."""
+    at = open_app(PUBLISHED)
+    at.selectbox(key="pvr_experiment_gamma").set_value("gamma.page_size").run()
+    assert at.selectbox(key="pvr_reference_gamma.page_size").value == "Figure 6"
+    assert "prints no numbers for Figure 6" not in texts(at)
+    assert "The paper prints 2 numbers for Figure 6" in texts(at)
+    cells = at.dataframe[0].value
+    assert sorted(cells["published"]) == [19.0, 50.0]
+    assert set(cells["row"]) == {"select_10pct_vs_0pct_nonindexed"}
+
+
 def test_published_speedup_figure_draws_the_ideal_line(store_path):
     at = open_app(PUBLISHED)
     at.selectbox(key="pvr_reference_gamma.selection_speedup").set_value("Figure 3").run()
@@ -170,7 +183,7 @@ def test_run_page_runs_a_tiny_experiment_into_the_store(store_path):
     at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
     at.number_input(key="run_gamma.selection_speedup_scale").set_value(0.05)
     at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([1, 2])
-    at.button[0].click().run()
+    at.button(key="run_submit").click().run()
     assert not at.exception, at.exception
     assert not at.error
     runs = ResultsStore(store_path).runs()
@@ -188,7 +201,7 @@ def test_run_page_refuses_an_empty_list(store_path):
     at = open_app(RUN)
     at.selectbox(key="run_experiment").set_value("gamma.selection_speedup").run()
     at.multiselect(key="run_gamma.selection_speedup_nodes").set_value([])
-    at.button[0].click().run()
+    at.button(key="run_submit").click().run()
     assert "Choose at least one value for nodes" in at.error[0].value
     assert len(ResultsStore(store_path).runs()) == before
 
@@ -196,18 +209,32 @@ def test_run_page_refuses_an_empty_list(store_path):
 # -------------------------------------------------------------------------------- Compare
 
 
-def test_compare_runs_highlights_what_differs(store_path):
+def test_compare_runs_opens_on_the_two_latest_runs_of_one_experiment(store_path):
+    """The newest run (page size) has no twin: the page opens on the experiment run twice
+    (selection speedup), its two latest runs, and draws their curves."""
     runs = ResultsStore(store_path).runs()
     teradata, gamma = runs[0]["run_id"], runs[1]["run_id"]
     at = open_app(COMPARE)
-    # the newest run (page size) has no earlier twin: it is compared with the one before it
-    assert at.selectbox(key="cmp_b").value == runs[2]["run_id"]
+    assert at.selectbox(key="cmp_experiment").value == "gamma.selection_speedup"
+    assert at.selectbox(key="cmp_a_gamma.selection_speedup_False").value == teradata
+    assert at.selectbox(key="cmp_b_gamma.selection_speedup_False").value == gamma
+    assert not at.warning
+    curves = chart_tables(at)[0].to_pandas()
+    assert set(curves["run"]) == {"A", "B"} and set(curves["column"]) == {"nodes_1", "nodes_2"}
+    assert "rows in both runs" in texts(at) and "0 rows in both runs" not in texts(at)
+
+
+def test_compare_runs_of_any_experiment_warns(store_path):
+    at = open_app(COMPARE)
+    at.checkbox(key="cmp_any").check().run()
+    assert not at.exception, at.exception
+    page_size = ResultsStore(store_path).runs()[2]["run_id"]
+    at.selectbox(key="cmp_b_gamma.selection_speedup_True").set_value(page_size).run()
     assert "different experiments" in at.warning[0].value
 
-    at.selectbox(key="cmp_a").set_value(teradata)
-    at.selectbox(key="cmp_b").set_value(gamma).run()
-    assert not at.exception, at.exception
-    assert not at.warning
+
+def test_compare_runs_highlights_what_differs(store_path):
+    at = open_app(COMPARE)
     params = at.dataframe[0].value
     assert params.loc[params["differs"], "parameter"].tolist() == ["profile"]
     rows = at.dataframe[1].value
@@ -224,6 +251,19 @@ def test_compare_runs_highlights_what_differs(store_path):
     at.selectbox(key="cmp_clock").set_value("both")
     at.number_input(key="cmp_threshold").set_value(0.0).run()
     assert set(at.dataframe[1].value["clock"]) == {"modeled", "wall"}
+
+
+def test_compare_runs_of_different_experiments_only_on_request(empty_store_path):
+    """No experiment ran twice: the page says so instead of pairing two experiments' rows."""
+    store = ResultsStore(empty_store_path)
+    run_and_store("gamma.selection_speedup", store, {"scale": 0.02, "nodes": [1]})
+    run_and_store("gamma.page_size", store, {"scale": 0.02, "page_sizes": [4096]})
+    at = open_app(COMPARE)
+    assert "no experiment of this store has two" in at.info[0].value
+    assert not at.dataframe  # no comparison of unrelated rows
+    at.checkbox(key="cmp_any").check().run()
+    assert not at.exception, at.exception
+    assert "different experiments" in at.warning[0].value
 
 
 def test_compare_needs_two_runs(empty_store_path):
