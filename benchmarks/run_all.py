@@ -1,6 +1,7 @@
 """Run the minidb / DuckDB benchmarks and print one table of ratios, with the environment.
 
 Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3] [--skip-load]
+                                                [--skip-parallel] [--no-ray]
 
 The measurements are those of ``bench_vs_duckdb.py`` (minidb on one node against DuckDB on one
 thread, best of ``repeat`` runs each); this script only adds what a reader needs to compare two
@@ -8,7 +9,10 @@ runs: the Python, numpy, pyarrow and DuckDB versions, the CRC-32 implementation 
 use (zlib's, or ISA-L's when the optional ``isal`` package is installed), the processor and the
 cores this process may use. Then ``bench_load.py``'s table: bulk-load MB/s and peak memory over
 the input, batched and whole-table, one node and two, against DuckDB's load (each case in its own
-subprocess; ``--skip-load`` leaves it out). Wall times on a shared machine vary from run to run; compare ratios
+subprocess; ``--skip-load`` leaves it out). Last, ``bench_exchange.py``'s tables: the exchange
+alone (MB/s per node), the parallel engine on one inline node against the single-node engine, and
+a repartitioning phase on two nodes inline and on Ray (``--skip-parallel`` leaves them out,
+``--no-ray`` only Ray). Wall times on a shared machine vary from run to run; compare ratios
 measured in the same run.
 """
 
@@ -25,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_exchange as exchange  # noqa: E402
 from bench_load import report as load_report  # noqa: E402
 from bench_vs_duckdb import measure  # noqa: E402
 
@@ -60,6 +65,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-load", action="store_true", help="leave out the bulk-load table")
+    parser.add_argument("--skip-parallel", action="store_true",
+                        help="leave out the parallel engine's tables (exchange, overhead, Ray)")
+    parser.add_argument("--no-ray", action="store_true", help="leave out the Ray measurement")
     args = parser.parse_args()
 
     env = environment()
@@ -81,6 +89,10 @@ def main() -> None:
     if not args.skip_load:
         print()
         load_report(args.rows)
+    if not args.skip_parallel:
+        print()
+        exchange.print_tables(exchange.measure(args.rows, args.repeat, not args.no_ray,
+                                               log=lambda line: print(line, file=sys.stderr)))
 
 
 if __name__ == "__main__":
