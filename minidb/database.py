@@ -437,6 +437,8 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     objects in this process (``backend="inline"``) or Ray actors (``backend="ray"``); it also
     takes ``address``, ``disk_nodes``, ``diskless_nodes``, ``timeout``, ``packet_bytes``,
     ``profile`` and ``num_cpus``; giving any of these makes even one node the parallel engine.
+    ``timeout``: the seconds a phase may take before it is an error; by default 60 s stretched
+    by the machine's load average per core (``minidb.cluster.machine.phase_timeout``).
 
     ``data_dir``: where the page files go (a temporary directory when None). A directory that
     already holds a minidb database is opened again, with every table it had; ``page_size``

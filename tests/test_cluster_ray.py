@@ -121,13 +121,20 @@ def test_a_reused_node_pool_gives_what_a_fresh_start_gives(ray_session, wisconsi
     assert set(fresh[0][2]).isdisjoint(first)  # outside the pool every machine starts anew
 
 
+def _load(monkeypatch, load: float, cores: int) -> None:
+    from minidb.cluster import backends, machine
+
+    for module in (backends, machine):
+        monkeypatch.setattr(module, "machine_load", lambda: (load, cores))
+
+
 def test_start_timeouts_grow_with_actors_and_load_to_a_bound(monkeypatch):
     from minidb.cluster import backends
 
-    monkeypatch.setattr(backends, "machine_load", lambda: (0.5, 2))  # idle, 2 cores
+    _load(monkeypatch, 0.5, 2)  # idle, 2 cores
     assert backends.start_timeout(0) == backends.start_timeout(2) == backends.START_TIMEOUT_S
     assert backends.start_timeout(8) == 4 * backends.START_TIMEOUT_S  # 4 rounds of 2
-    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))  # 3x busier than idle
+    _load(monkeypatch, 6.0, 2)  # 3x busier than idle
     assert backends.start_timeout(2) == 3 * backends.START_TIMEOUT_S
     assert backends.start_timeout(40) == backends.START_LIMIT_S  # generous, but a bound
 
@@ -139,7 +146,7 @@ def test_rays_wait_for_its_gcs_server_grows_with_load_unless_the_user_set_it(mon
 
     name = "RAY_gcs_server_port_wait_time_s"
     monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(backends, "machine_load", lambda: (6.0, 2))
+    _load(monkeypatch, 6.0, 2)
     with backends.gcs_wait():
         assert os.environ[name] == "90"  # Ray's 30 s, x3 for a machine 3x busier than idle
     assert name not in os.environ

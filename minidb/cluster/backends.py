@@ -5,8 +5,9 @@ method on several nodes at once and returns their answers in order, ``call(node_
 *args)`` runs one, ``shutdown()`` ends them. Calls of one ``call_all`` run concurrently (threads
 inline, actor calls with Ray), so the producers and consumers of a phase work at the same time,
 as Gamma's operator processes do. A node that dies, or a phase that takes longer than
-``timeout`` seconds, becomes a one-line ``MinidbError`` naming the node and the phase: the
-driver never hangs. The answers of a phase are awaited together against one deadline (not one
+its deadline, becomes a one-line ``MinidbError`` naming the node, the phase and the machine's
+load: the driver never hangs. The deadline is the ``timeout`` the user gave, or with none, 60 s
+stretched by how loaded the machine is (``minidb.cluster.machine.phase_timeout``). The answers of a phase are awaited together against one deadline (not one
 timeout per node), and the first failure ends the wait; when several nodes fail at once (a dead
 node makes its partners fail too), the dead node is the one reported. ``shutdown`` waits at
 most a few seconds for the nodes to close, then kills the actors: a dead or stuck node cannot
@@ -50,6 +51,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 
+from minidb.cluster.machine import busy_factor, load_note, machine_load, phase_timeout
 from minidb.cluster.node import Node
 from minidb.errors import MinidbError
 from minidb.parallel.exchange import WINDOW
@@ -78,7 +80,7 @@ class InlineBackend:
 
     name = "inline"
 
-    def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float = 60.0):
+    def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float | None = None):
         self.timeout = timeout
         self.nodes = [Node(**kw) for kw in node_kwargs]
         self._pool = ThreadPoolExecutor(max_workers=8 * num_nodes + 8)
@@ -92,19 +94,26 @@ class InlineBackend:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
         futures = [(i, method, self._pool.submit(getattr(self.nodes[i], method), *args))
                    for i, method, args in calls]
-        deadline = time.monotonic() + self.timeout
-        _, pending = wait_futures([f for _, _, f in futures], timeout=self.timeout,
-                                  return_when=FIRST_EXCEPTION)
+        began = time.monotonic()
+        pending = [f for _, _, f in futures]
+        allowed = phase_timeout(self.timeout)
+        while pending and not any(f.done() and f.exception() is not None for f in pending):
+            allowed = phase_timeout(self.timeout)  # again: the machine may have got busier
+            left = began + allowed - time.monotonic()
+            if left <= 0:
+                break
+            _, still = wait_futures(pending, timeout=left, return_when=FIRST_EXCEPTION)
+            pending = [f for f in pending if f in still]
         failed = [f for _, _, f in futures if f.done() and f.exception() is not None]
         if failed:
             # let the other nodes' calls end first (within the same deadline): the next statement
             # must not meet a half-run phase, e.g. a scan still holding a page that DROP discards
-            wait_futures(pending, timeout=max(0.0, deadline - time.monotonic()))
+            wait_futures(pending, timeout=max(0.0, began + allowed - time.monotonic()))
             raise failed[0].exception()  # the first failure, in node order, as it is
         for i, method, f in futures:
             if f in pending:
-                raise MinidbError(f"node {i} did not finish {method} within {self.timeout:g} s "
-                                  f"(phase {phase or method})")
+                raise MinidbError(f"node {i} did not finish {method} within {allowed:.1f} s "
+                                  f"(phase {phase or method}; {load_note()})")
         return [f.result() for _, _, f in futures]
 
     def call(self, node_id: int, method: str, *args, phase: str = ""):
@@ -114,21 +123,6 @@ class InlineBackend:
         for node in self.nodes:
             node.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def machine_load() -> tuple[float, int]:
-    """(1-minute load average, cores) of this machine; the load is 0 where the OS has none."""
-    cores = os.cpu_count() or 1
-    try:
-        return os.getloadavg()[0], cores
-    except (AttributeError, OSError):  # Windows
-        return 0.0, cores
-
-
-def busy_factor() -> float:
-    """How many times slower than idle this machine runs: its load average per core, at least 1."""
-    load, cores = machine_load()
-    return max(1.0, load / cores)
 
 
 def start_timeout(new_actors: int) -> float:
@@ -226,7 +220,7 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float = 60.0,
+    def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float | None = None,
                  address: str | None = None, num_cpus: int | None = None):
         try:
             import ray
@@ -291,7 +285,7 @@ class RayBackend:
             new = sum(r is None for r in reused)
             try:
                 self.actors = actors
-                self._await_start(calls, max(self.timeout, start_timeout(new)), what)
+                self._await_start(calls, max(phase_timeout(self.timeout), start_timeout(new)), what)
                 return actors
             except _StartFailed as failed:
                 for actor in actors:
@@ -354,7 +348,7 @@ class RayBackend:
         ray = self.ray
         phase = phase or (calls[0][1] if calls else "")
         timeout = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
         refs = []
         for i, method, args in calls:
             try:
@@ -364,12 +358,15 @@ class RayBackend:
         who = {ref: n for n, ref in enumerate(refs)}
         pending = list(refs)
         while pending:
+            allowed = phase_timeout(timeout)  # each time: the machine may have got busier
             ready, pending = ray.wait(pending, num_returns=1,
-                                      timeout=max(0.0, deadline - time.monotonic()))
+                                      timeout=max(0.0, began + allowed - time.monotonic()))
             if not ready:
+                if phase_timeout(timeout) > time.monotonic() - began:
+                    continue  # the load grew while we waited: so does the deadline
                 i, method, _ = calls[who[pending[0]]]
-                raise MinidbError(f"node {i} did not finish {method} within {timeout:g} s "
-                                  f"(phase {phase})")
+                raise MinidbError(f"node {i} did not finish {method} within {allowed:.1f} s "
+                                  f"(phase {phase}; {load_note()})")
             failed = self._failure(ready[0], calls[who[ready[0]]], phase)
             if failed is not None:
                 # a dead node makes its partners fail as well: report the dead one if there is

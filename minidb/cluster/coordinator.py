@@ -282,9 +282,13 @@ class ParallelDatabase:
                  disk_nodes: int | None = None, diskless_nodes: int | None = None,
                  page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
-                 timeout: float = 60.0, packet_bytes: int = 2048, profile: str | None = None,
+                 timeout: float | None = None, packet_bytes: int = 2048, profile: str | None = None,
                  num_cpus: int | None = None, rid_fetch: str = "sorted"):
         check_rid_fetch(rid_fetch)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                    or not timeout > 0):
+            raise MinidbError(f"timeout must be a positive number of seconds (or None: 60 s "
+                              f"stretched by the machine's load), not {timeout!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
             raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
         if data_dir is not None:

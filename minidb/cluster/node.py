@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from minidb.catalog import Table, TableLoader, stats_to_json
+from minidb.cluster.machine import phase_timeout
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
@@ -128,7 +129,8 @@ class Node:
     def __init__(self, node_id: int, num_nodes: int, has_disk: bool = True, page_size: int = 4096,
                  buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | None = None,
-                 timeout: float = 60.0, packet_bytes: int = 2048, rid_fetch: str = "sorted"):
+                 timeout: float | None = None, packet_bytes: int = 2048,
+                 rid_fetch: str = "sorted"):
         self.node_id, self.num_nodes, self.has_disk = node_id, num_nodes, has_disk
         if data_dir is not None:
             data_dir = node_dir(data_dir, node_id)
@@ -136,7 +138,7 @@ class Node:
         self.db = Database(page_size=page_size, buffer_pages=buffer_pages,
                            buffer_policy=buffer_policy, data_dir=data_dir,
                            memory_pages=memory_pages, rid_fetch=rid_fetch)
-        self.timeout, self.packet_bytes = timeout, packet_bytes
+        self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, dict]] = {}
@@ -147,6 +149,12 @@ class Node:
         self._io = self.db.disk.io.snapshot()
         self._buf = self.db.buffer.counters.snapshot()
         self._reset_work()
+
+    @property
+    def timeout(self) -> float:
+        """Seconds an exchange may wait for a message: the user's ``timeout``, or 60 s stretched
+        by the machine's load now (``minidb.cluster.machine.phase_timeout``)."""
+        return phase_timeout(self._timeout)
 
     # -- wiring ---------------------------------------------------------------------------------
     def connect(self, peers: list[Any]) -> int:
