@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from bench_vs_duckdb import best_of
 
 import minidb
 from minidb import datagen
@@ -99,17 +100,6 @@ def exchange_alone(records: np.ndarray, schema: Schema, nodes: int, batch_rows: 
     if sum(got) != len(records):
         raise AssertionError(f"the exchange lost tuples: {sum(got)} of {len(records)} arrived")
     return elapsed
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> tuple[float, object]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        took = time.perf_counter() - start
-        if took < best:
-            best, out = took, result
-    return best, out
 
 
 def overhead(tables: dict, repeat: int, log: Callable[[str], object]) -> list[tuple]:

@@ -86,6 +86,16 @@ def _wait_until_healthy(port: int, server: subprocess.Popen, log: Path) -> None:
                 f"{log.read_text()[-3000:]}", pytrace=False)
 
 
+def _start_streamlit(port: int, env: dict, log: Path) -> subprocess.Popen:
+    """The explorer served headless on ``port`` (its own process group, see ``_stop``)."""
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "Home.py"),
+             "--server.headless", "true", "--server.port", str(port),
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def _stop(server: subprocess.Popen) -> None:
     """Stop the server and everything it started (its own process group)."""
     if server.poll() is not None:
@@ -107,12 +117,7 @@ def test_explorer_in_a_headless_browser(sync_playwright, seeded_store_path, tmp_
     port = _free_port()
     log = tmp_path / "streamlit.log"
     env = {**os.environ, "MINIDB_RESULTS": str(store)}
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "Home.py"),
-             "--server.headless", "true", "--server.port", str(port),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = _start_streamlit(port, env, log)
     try:
         _wait_until_healthy(port, server, log)
         shot = tmp_path / "findings.png"
@@ -246,12 +251,7 @@ def test_every_chart_has_a_readable_plot_area(sync_playwright, chart_store_path,
     log = tmp_path / "streamlit.log"
     env = {**os.environ, "MINIDB_RESULTS": str(store)}
     targets = _chart_pages(every_reference)
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "Home.py"),
-             "--server.headless", "true", "--server.port", str(port),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    server = _start_streamlit(port, env, log)
     measured: dict[str, list[dict]] = {}
     try:
         _wait_until_healthy(port, server, log)
