@@ -49,7 +49,20 @@ def use_readable_stdlib(mirror):
     wherever the interpreter's own folder is not readable by the sandbox user."""
     if mirror:
         sys.path[:] = [mirror.get(p, p) for p in sys.path]
+        # packages imported already (numpy) find their submodules (numpy.ma) by __path__
+        for module in list(sys.modules.values()):
+            paths = getattr(module, "__path__", None)
+            if isinstance(paths, list):
+                paths[:] = [_mirrored(p, mirror) for p in paths]
         sys.path_importer_cache.clear()
+
+
+def _mirrored(path, mirror):
+    """``path`` inside the readable copy of the sys.path entry that holds it, if one does."""
+    for entry, copy in mirror.items():
+        if path == entry or path.startswith(entry + os.sep):
+            return copy + path[len(entry):]
+    return path
 
 
 def drop_privileges(config):

@@ -258,13 +258,16 @@ def _copy_stubbed(source: Path, target: Path) -> None:
 # Parts of the standard library no submission needs (tests, GUIs, installers, build files).
 STDLIB_LEFT_OUT = {"site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo",
                    "ensurepip", "lib2to3", "__phello__"}
+#: where an environment keeps its installed packages
+PACKAGE_FOLDERS = {"site-packages", "dist-packages"}
 _stdlib_mirror: dict[str, str] | None = None
 
 
 def readable_stdlib() -> dict[str, str]:
-    """Where the sandbox user can read Python's standard library: ``{entry of sys.path: a
-    readable copy}`` for each standard-library entry other users cannot read (empty when they
-    can, the usual case: Python in ``/usr``).
+    """Where the sandbox user can read Python's standard library and the environment's
+    packages: ``{entry of sys.path: a readable copy}`` for each such entry other users cannot
+    read (empty when they can, the usual case: Python in ``/usr``, a readable virtual
+    environment).
 
     An interpreter installed under a private home (pyenv or uv under ``/root``, as in many
     containers) is readable by root only. A child that has become another user then finds no
@@ -276,10 +279,7 @@ def readable_stdlib() -> dict[str, str]:
     global _stdlib_mirror
     if _stdlib_mirror is not None:
         return _stdlib_mirror
-    base = Path(sys.base_prefix).resolve()
-    entries = [Path(p) for p in sys.path if p and Path(p).resolve().is_relative_to(base)
-               and Path(p).name not in STDLIB_LEFT_OUT and Path(p).exists()]
-    private = [p for p in entries if not others_can_read(p)]
+    private = [p for p in _interpreter_entries() if not others_can_read(p)]
     mirror: dict[str, str] = {}
     if private:
         holder = Path(tempfile.mkdtemp(prefix="minidb-stdlib-"))
@@ -288,10 +288,11 @@ def readable_stdlib() -> dict[str, str]:
         for i, entry in enumerate(private):
             target = holder / f"{i}-{entry.name}"
             inner = [p.name for p in private if p.parent == entry]  # mirrored on their own
+            packages = entry.name in PACKAGE_FOLDERS  # copied whole: a submission may use any
+            left_out = inner if packages else [*STDLIB_LEFT_OUT, "config-*", *inner]
             if entry.is_dir():
                 shutil.copytree(entry, target, symlinks=True, copy_function=_link_or_copy,
-                                ignore=shutil.ignore_patterns(*STDLIB_LEFT_OUT, "config-*",
-                                                              *inner))
+                                ignore=shutil.ignore_patterns(*left_out))
                 for dirpath, _, _ in os.walk(target):  # folders only: files may be links
                     os.chmod(dirpath, 0o755)
             else:
@@ -299,6 +300,26 @@ def readable_stdlib() -> dict[str, str]:
             mirror[str(entry)] = str(target)
     _stdlib_mirror = mirror
     return mirror
+
+
+def _interpreter_entries() -> list[Path]:
+    """The entries of ``sys.path`` that belong to this interpreter: its standard library, and
+    the installed packages of its environment (a virtual environment in a private folder, e.g.
+    a course checkout made with ``mktemp -d``, is as unreadable as a private Python: numpy's
+    own lazily imported ``numpy.ma`` then fails). The base installation's own site-packages is
+    left out, as before: a virtual environment does not use it."""
+    base, env = Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()
+    entries = []
+    for p in sys.path:
+        if not p or not Path(p).exists():
+            continue
+        where = Path(p).resolve()
+        if where.name in PACKAGE_FOLDERS:
+            if env != base and where.is_relative_to(env):
+                entries.append(Path(p))
+        elif where.is_relative_to(base) and where.name not in STDLIB_LEFT_OUT:
+            entries.append(Path(p))
+    return entries
 
 
 def _link_or_copy(source: str | Path, target: str | Path) -> None:
