@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.results import Results, TestResult, write_results
+from autograder.results import Results, TestResult, leaderboard_entry, write_results
 from autograder.sandbox import (
     AutograderError,
     CaseOutcome,
@@ -96,6 +96,9 @@ class Part:
     plugin_name: str
     cases: list[Case]
     total: float = 0  # the part's points, hidden cases included (when they are not here)
+    # a Gradescope leaderboard column: the grader's seconds for the part's cases, shown when
+    # every case passed (a fast wrong answer ranks nowhere); "" for none
+    leaderboard: str = ""
 
     @property
     def points(self) -> float:
@@ -223,6 +226,7 @@ def grade(assignment: Assignment, submission: Path, results: Results, *,
             test = _test_result(part, case, outcome, verdict)
             test.number = f"{i}.{j}"
             results.tests.append(test)
+    results.leaderboard = _leaderboard(assignment, outcomes, results)
     results.output = _summary(assignment, results, sandbox.skipped)
     log(f"score {results.score:g} / {results.max_score:g}")
     return results
@@ -333,6 +337,20 @@ def _test_result(part: Part, case: Case, outcome: CaseOutcome, verdict: Verdict)
         visibility=HIDDEN_VISIBILITY if case.hidden else "visible",
         tags=[f"part {part.key}", "hidden" if case.hidden else "public"],
     )
+
+
+def _leaderboard(assignment: Assignment, outcomes: dict[str, CaseOutcome],
+                 results: Results) -> list[dict]:
+    """One column per part that has one: the seconds the grader measured for the part's cases,
+    smaller first, for a part whose every case passed."""
+    entries = []
+    for part in assignment.parts:
+        tests = [t for t in results.tests if f"part {part.key}" in t.tags]
+        if not part.leaderboard or not tests or not all(t.passed for t in tests):
+            continue
+        seconds = sum(outcomes[c.id].wall_s for c in part.cases if c.id in outcomes)
+        entries.append(leaderboard_entry(part.leaderboard, seconds, order="asc"))
+    return entries
 
 
 def _summary(assignment: Assignment, results: Results, skipped: list[str]) -> str:

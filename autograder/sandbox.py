@@ -361,7 +361,8 @@ class CaseOutcome:
     observation: dict | None = None
     error: str | None = None
     printed: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # the child's own timing, shown to the student
+    wall_s: float = 0.0  # the grader's clock, from sending the case to its result (leaderboard)
 
 
 @dataclass
@@ -432,12 +433,13 @@ class _Watch:
             self.malformed = f"unexpected {kind!r} event in the report"
 
     def _result(self, event: dict, printed: str) -> None:
+        measured = time.monotonic() - self.started_at
         seconds = event.get("seconds")  # the child's own timing: shown, never trusted
         if type(seconds) is not float or not 0 <= seconds < 1e6:
-            seconds = time.monotonic() - self.started_at
+            seconds = measured
         if event.get("ok") is True and isinstance(event.get("observation"), dict):
             self.outcomes.append(CaseOutcome(self.current, event["observation"], None, printed,
-                                             seconds))
+                                             seconds, measured))
         elif event.get("ok") is False:
             error = _text(event.get("error")) or "it failed"
             self.outcomes.append(CaseOutcome(self.current, None, error, printed, seconds))

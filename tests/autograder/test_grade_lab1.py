@@ -22,6 +22,10 @@ def test_reference_scores_full_marks(reference_graded):
     assert len(hidden) == 8 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
     assert all(t["visibility"] == "visible" for t in doc["tests"] if "public" in t["tags"])
     assert "part A, range-uniform partitioner (partitioner.py): 50 / 50" in doc["output"]
+    # Gradescope's leaderboard: the grader's seconds per part, smaller ranks first
+    board = {e["name"]: e for e in doc["leaderboard"]}
+    assert set(board) == {"A: partitioner seconds", "B: Clock seconds"}
+    assert all(e["order"] == "asc" and 0 < e["value"] < 600 for e in board.values())
 
 
 def test_points_add_up_to_fifty_per_part():
@@ -56,6 +60,9 @@ def test_wrong_solutions_lose_the_cases_their_mistake_shows_in(
     lab = assignment()
     points = {c.id: c.points for p in lab.parts for c in p.cases}
     assert graded.score == 100 - sum(points[c] for c in lost_a | lost_b)
+    # a part with a failed case is not ranked on the leaderboard: a fast wrong answer wins nothing
+    ranked = {e["name"][0] for e in graded.doc.get("leaderboard", [])}
+    assert ranked == {key for key, lost in (("A", lost_a), ("B", lost_b)) if not lost}
 
 
 def test_feedback_of_an_off_by_one_partitioner_and_a_fifo_clock(tmp_path, grade):

@@ -39,9 +39,10 @@ def assignment(include_hidden: bool = True) -> Assignment:
         harness=HERE / "harness.py",
         parts=[
             Part("A", "range-uniform partitioner", "partitioner.py", "partitioner",
-                 "student_range_uniform", partitioner_cases, total=POINTS_PER_PART),
+                 "student_range_uniform", partitioner_cases, total=POINTS_PER_PART,
+                 leaderboard="A: partitioner seconds"),
             Part("B", "Clock replacement policy", "policy.py", "buffer_policy", "student_clock",
-                 policy_cases, total=POINTS_PER_PART),
+                 policy_cases, total=POINTS_PER_PART, leaderboard="B: Clock seconds"),
         ],
         hidden_included=hidden,
         protected=[HERE / "hidden", HERE / "reference", Path(minidb.__file__).resolve().parent],
