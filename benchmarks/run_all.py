@@ -6,7 +6,7 @@ Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3] [--sk
 The measurements are those of ``bench_vs_duckdb.py`` (minidb on one node against DuckDB on one
 thread, best of ``repeat`` runs each); this script only adds what a reader needs to compare two
 runs: the Python, numpy, pyarrow and DuckDB versions, the CRC-32 implementation the page checksums
-use (zlib's, or ISA-L's when the optional ``isal`` package is installed), the processor and the
+use (ISA-L's from the ``isal`` package, or zlib's where it is not installed), the processor and the
 cores this process may use. Then ``bench_load.py``'s table: bulk-load MB/s and peak memory over
 the input, batched and whole-table, one node and two, against DuckDB's load (each case in its own
 subprocess; ``--skip-load`` leaves it out). Last, ``bench_exchange.py``'s tables: the exchange

@@ -38,8 +38,8 @@ pages is packed, checked or unpacked with a handful of numpy calls, never a Pyth
 
 Checking a cluster. The CRC of each page body is one call to a C function (``crc32``, below), in
 one ``map`` over the cluster's pages: the bytes are the cost, about 2 GB/s with zlib's CRC-32
-and several times that with ISA-L's (the optional ``isal`` package: the same CRC-32, so the same
-stored checksums, computed with the processor's carry-less multiply). Folding the file id and the
+and 2-3x that with ISA-L's (the ``isal`` package, a dependency on machines it has wheels for:
+the same CRC-32, so the same stored checksums, computed with the processor's carry-less multiply). Folding the file id and the
 version into each page's CRC needs no further call per page: continuing a CRC over 8 more bytes is
 an affine map of the CRC it starts from (see ``fold_many``), so the folded checksums of a whole
 cluster are four table look-ups and a few XORs in numpy.
@@ -58,7 +58,7 @@ import numpy as np
 from minidb.errors import CorruptPageError, PageSizeError, SchemaError
 from minidb.storage.schema import NULLS
 
-try:  # ISA-L's CRC-32: the same checksum as zlib's, several times faster (pip install isal)
+try:  # ISA-L's CRC-32: the same checksum as zlib's, 2-3x faster (the isal package)
     from isal.isal_zlib import crc32
 except ImportError:  # pragma: no cover - depends on what is installed
     from zlib import crc32
