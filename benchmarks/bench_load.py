@@ -2,8 +2,8 @@
 
 Run:  .venv/bin/python benchmarks/bench_load.py [--rows 1000000] [--repeat 1] [--batch-rows 65536]
 
-Every case runs in a fresh subprocess, so that its peak memory (``resource.getrusage``'s
-``ru_maxrss``) is its own. A case first makes its input (the Wisconsin relation as one Arrow
+Every case runs in a fresh subprocess, so that its peak memory (``VmHWM``, see ``peak_bytes``)
+is its own. A case first makes its input (the Wisconsin relation as one Arrow
 table, or nothing for the ``generate_batches`` case, which generates slices as it loads), notes
 the resident memory it holds then, loads, and reports
 
@@ -48,8 +48,14 @@ def rss_bytes() -> int:
 
 
 def peak_bytes() -> int:
-    """This process's peak resident memory so far (Linux reports kilobytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident memory so far: ``VmHWM``, the high-water mark of its own
+    address space. (``ru_maxrss`` survives ``exec``: a child of a large parent, such as
+    ``run_all.py`` holding a million tuples, would report the parent's size at the fork.)"""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # no VmHWM: not Linux
 
 
 def old_single_load(db, name: str, data) -> None:
