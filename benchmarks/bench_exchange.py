@@ -140,6 +140,19 @@ def repartition(tables: dict, repeat: int, backend: str, log: Callable[[str], ob
         db.close()
 
 
+def query_start(backend: str, nodes: int = 8, runs: int = 15) -> float:
+    """Median wall seconds of ``SELECT COUNT(*)`` on a 1,000-tuple table over ``nodes`` nodes of
+    ``backend``: what starting a statement's phases costs when there is no work in them."""
+    options = {"num_cpus": 2} if backend == "ray" else {}
+    db = minidb.connect(nodes=nodes, backend=backend, timeout=600, **options)
+    try:
+        db.create_table("t", datagen.wisconsin(1000, seed=0))
+        times = sorted(db.sql("SELECT COUNT(*) FROM t").wall_s for _ in range(runs))
+        return times[len(times) // 2]
+    finally:
+        db.close()
+
+
 def measure(n: int, repeat: int, ray: bool, log: Callable[[str], object] = print) -> dict:
     """Every measurement of this module; see ``print_tables``."""
     a = datagen.wisconsin(n, seed=0)
@@ -152,9 +165,12 @@ def measure(n: int, repeat: int, ray: bool, log: Callable[[str], object] = print
             took = min(exchange_alone(records, schema, nodes, batch_rows) for _ in range(repeat))
             alone.append((nodes, batch_rows, records.nbytes / nodes / took / 1e6))
     moved = {"inline": repartition(tables, repeat, "inline", log)}
+    start = {"inline": query_start("inline")}
     if ray:
         moved["ray"] = repartition(tables, repeat, "ray", log)
-    return {"alone": alone, "overhead": overhead(tables, repeat, log), "moved": moved}
+        start["ray"] = query_start("ray")
+    return {"alone": alone, "overhead": overhead(tables, repeat, log), "moved": moved,
+            "start": start}
 
 
 def print_tables(m: dict) -> None:
@@ -169,6 +185,10 @@ def print_tables(m: dict) -> None:
     print(f"{'repartitioning build, 2 nodes':<32}{'MB moved':>10}{'s':>8}{'MB/s per node':>15}")
     for backend, p in m["moved"].items():
         print(f"{backend:<32}{p['bytes'] / 1e6:>10.0f}{p['wall_s']:>8.3f}{p['mb_s_per_node']:>15.0f}")
+    print()
+    print(f"{'SELECT COUNT(*), 8 nodes, 1,000 tuples':<40}{'median ms':>14}")
+    for backend, seconds in m["start"].items():
+        print(f"{backend:<40}{seconds * 1000:>14.1f}")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ time / DuckDB time.
 from __future__ import annotations
 
 import argparse
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,12 +45,16 @@ def measure(n: int, repeat: int, log: Callable[[str], object] = print) -> tuple[
 
     con = duckdb.connect()
     con.execute("SET threads TO 1")
+    bprime = datagen.wisconsin(max(1, n // 10), seed=1)  # Gamma's Bprime: a tenth of A
     con.register("wisc_arrow", wisc)
     con.register("sort_arrow", sortrec)
+    con.register("bprime_arrow", bprime)
     con.execute("CREATE TABLE wisc AS SELECT * FROM wisc_arrow")
+    con.execute("CREATE TABLE wisc2 AS SELECT * FROM wisc_arrow")
+    con.execute("CREATE TABLE bprime AS SELECT * FROM bprime_arrow")
     con.execute("CREATE TABLE sortrec AS SELECT * FROM sort_arrow")
     parquet_dir = tempfile.TemporaryDirectory(prefix="minidb-bench-")
-    for name, table in (("wisc", wisc), ("sortrec", sortrec)):
+    for name, table in (("wisc", wisc), ("wisc2", wisc), ("bprime", bprime), ("sortrec", sortrec)):
         datagen.write_parquet(table, f"{parquet_dir.name}/{name}.parquet")
 
     one_pct = n // 100
@@ -58,19 +63,27 @@ def measure(n: int, repeat: int, log: Callable[[str], object] = print) -> tuple[
         "group by 100 groups": "SELECT onePercent, MIN(unique3) AS mn, SUM(unique3) AS sm, COUNT(*) AS c "
                                "FROM wisc GROUP BY onePercent",
         f"sort {n:,} sortrec": "SELECT * FROM sortrec ORDER BY key",
+        "joinABprime, 3 columns": "SELECT wisc.unique1, wisc.unique2, bprime.unique2 "
+                                  "FROM wisc JOIN bprime ON wisc.unique1 = bprime.unique1",
+        "join A x A, 2 columns": "SELECT wisc.unique1, wisc2.unique2 "
+                                 "FROM wisc JOIN wisc2 ON wisc.unique1 = wisc2.unique1",
     }
 
     rows = []
     with minidb.connect(page_size=4096, buffer_pages=1024, memory_pages=25_000) as db:
         t0 = time.perf_counter()
         db.create_table("wisc", wisc)
+        db.create_table("wisc2", wisc)
+        db.create_table("bprime", bprime)
         db.create_table("sortrec", sortrec)
-        log(f"loaded both relations into minidb in {time.perf_counter() - t0:.1f} s\n")
+        log(f"loaded the relations into minidb in {time.perf_counter() - t0:.1f} s\n")
         for label, sql in queries.items():
             t_mini, res = best_of(repeat, lambda sql=sql: db.sql(sql).to_arrow())
             t_duck, ref = best_of(repeat, lambda sql=sql: con.sql(sql).to_arrow_table())
-            on_parquet = sql.replace("FROM wisc", f"FROM '{parquet_dir.name}/wisc.parquet'").replace(
-                "FROM sortrec", f"FROM '{parquet_dir.name}/sortrec.parquet'")
+            on_parquet = sql
+            for name in ("wisc2", "wisc", "bprime", "sortrec"):  # wisc2 before its prefix
+                on_parquet = re.sub(rf"\b(FROM|JOIN) {name}\b",
+                                    rf"\1 '{parquet_dir.name}/{name}.parquet' AS {name}", on_parquet)
             t_parq, ref2 = best_of(repeat, lambda q=on_parquet: con.sql(q).to_arrow_table())
             assert res.num_rows == ref.num_rows == ref2.num_rows, (label, res.num_rows, ref.num_rows)
             rows.append((label, t_mini, t_duck, t_parq))

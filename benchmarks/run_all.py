@@ -11,7 +11,8 @@ cores this process may use. Then ``bench_load.py``'s table: bulk-load MB/s and p
 the input, batched and whole-table, one node and two, against DuckDB's load (each case in its own
 subprocess; ``--skip-load`` leaves it out). Last, ``bench_exchange.py``'s tables: the exchange
 alone (MB/s per node), the parallel engine on one inline node against the single-node engine, and
-a repartitioning phase on two nodes inline and on Ray (``--skip-parallel`` leaves them out,
+a repartitioning phase on two nodes inline and on Ray, and the median wall time of a trivial
+statement on 8 nodes, inline and on Ray (``--skip-parallel`` leaves them out,
 ``--no-ray`` only Ray). Wall times on a shared machine vary from run to run; compare ratios
 measured in the same run.
 """

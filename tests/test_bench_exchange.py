@@ -18,5 +18,7 @@ def test_the_exchange_benchmark_measures_every_table(capsys):
     assert [q for q, _, _ in m["overhead"]] == list(bench_exchange.OVERHEAD_QUERIES)
     build = m["moved"]["inline"]
     assert build["name"] == "build" and build["bytes"] == 3000 * 208 and build["senders"] == 2
+    assert set(m["start"]) == {"inline"} and m["start"]["inline"] > 0
     bench_exchange.print_tables(m)
-    assert "MB/s per node" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "MB/s per node" in out and "median ms" in out

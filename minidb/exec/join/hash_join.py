@@ -8,9 +8,10 @@ therefore blocking and needs memory for the whole building relation; the probe p
 a buffer.
 
 Here ``open`` consumes the build input, and ``next`` probes one batch of the probe input at a
-time. The "hash table" is the build input sorted on its key: a probe batch finds the range of
-equal build keys of every probe tuple with two ``np.searchsorted`` calls, and the matching pairs
-are expanded with ``np.repeat``, with no Python step per tuple. Output tuples are the probe tuple
+time. The hash table is a ``KeyDirectory`` (``key_directory.py``): the build input reordered by
+bucket of its key, with a directory of where each bucket starts (a sorted table with
+``np.searchsorted`` for keys other than integers); a probe batch finds every probe tuple's
+matches at once and the pairs are expanded with ``np.repeat``, with no Python step per tuple. Output tuples are the probe tuple
 followed by the build tuple (outer then inner, as in ``NestedLoopsJoin``); the two inputs'
 column names must be different.
 
@@ -47,6 +48,7 @@ import numpy as np
 from minidb.errors import SchemaError
 from minidb.exec.expr import Expr, is_true
 from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.join.key_directory import KeyDirectory
 from minidb.exec.join.nested_loops import concat_rows, joined_schema
 from minidb.exec.store import SpoolWriter, tuples_per_page
 from minidb.storage.schema import NULLS, null_mask, take_records
@@ -78,7 +80,7 @@ class HashJoin(Operator):
         if outer:
             self._padding[NULLS] = 0xFF  # every build column NULL
         self._table: np.ndarray | None = None
-        self._keys: np.ndarray | None = None
+        self._directory: KeyDirectory | None = None
         self._output: Iterator[np.ndarray] | None = None
 
     def _open(self) -> None:
@@ -108,12 +110,12 @@ class HashJoin(Operator):
         self._output = self._run()
 
     def _load(self, table: np.ndarray) -> None:
-        """Make ``table`` the hash table (here: sorted on the build key)."""
+        """Make ``table`` the hash table: reordered as its ``KeyDirectory`` says."""
         if (nulls := null_mask(table, self.build_key)) is not None:
             table = take_records(table, ~nulls)  # a NULL key equals nothing, not even another NULL
-        order = np.argsort(table[self.build_key], kind="stable")
-        self._table = take_records(table, order)
-        self._keys = self._table[self.build_key]
+        probe_dtype = self.children[1].schema.dtype[self.probe_key]
+        self._directory = KeyDirectory(table[self.build_key], probe_dtype)
+        self._table = take_records(table, self._directory.order)
 
     def _next(self) -> np.ndarray | None:
         return next(self._output, None)
@@ -122,7 +124,7 @@ class HashJoin(Operator):
         if self._output is not None:
             self._output.close()
             self._output = None
-        self._table = self._keys = None
+        self._table = self._directory = None
         super()._close()
 
     def describe(self) -> str:
@@ -191,21 +193,18 @@ class HashJoin(Operator):
     def _probe(self, batch: np.ndarray, matched: np.ndarray) -> Iterator[np.ndarray]:
         """The joined tuples of one probe batch against the hash table now in memory; sets
         ``matched`` for the probe tuples that found a partner."""
-        if not len(self._keys):
+        if not len(self._table):
             return
         keys = batch[self.probe_key]
-        low = np.searchsorted(self._keys, keys, side="left")
-        high = np.searchsorted(self._keys, keys, side="right")
-        counts = high - low
         if (nulls := null_mask(batch, self.probe_key)) is not None:
-            counts[nulls] = 0
-        total = int(counts.sum())
+            present = np.flatnonzero(~nulls)  # a NULL probe key matches nothing
+            probe_idx, build_idx = self._directory.matches(keys[present])
+            probe_idx = present[probe_idx]
+        else:
+            probe_idx, build_idx = self._directory.matches(keys)
+        total = len(probe_idx)
         if not total:
             return
-        probe_idx = np.repeat(np.arange(len(batch)), counts)
-        # position of each match inside its probe tuple's run of equal build keys
-        offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-        build_idx = np.repeat(low, counts) + offsets
         step = self.ctx.batch_rows
         for start in range(0, total, step):
             sl = slice(start, start + step)
