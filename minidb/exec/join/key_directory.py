@@ -54,7 +54,9 @@ class KeyDirectory:
             self.bits = max(1, int(len(keys)).bit_length() + 1)  # 2**bits >= 2 * len(keys)
             buckets = _bucket(keys, self.bits)
             counts = np.bincount(buckets, minlength=1 << self.bits)
-            self.starts = np.zeros(len(counts) + 1, dtype=np.intp)
+            # 4 bytes a bucket while positions fit (about 16 bytes a build tuple)
+            small = len(keys) < 2**31
+            self.starts = np.zeros(len(counts) + 1, dtype=np.int32 if small else np.intp)
             np.cumsum(counts, out=self.starts[1:])
             self.order = _stable_order(buckets, self.bits)
         else:
