@@ -170,6 +170,38 @@ def test_parallel_join_keys_of_different_types(nodes, spec):
             _check(db, {"a": a, "b": b}, sql)
 
 
+def test_single_node_hash_join_against_duckdb_on_awkward_keys():
+    """The hash join's table (``KeyDirectory``) on one node: mixed key types (hashed int32 =
+    int64, sorted int = float, text of two widths), NULL keys, an empty side, and every tuple on
+    one key, each answered as DuckDB answers it."""
+    a, b = _typed_pair()
+    rng = np.random.default_rng(5)
+    with_nulls = pa.table({"n": pa.array([None if x < 0 else int(x) for x in rng.integers(-5, 6, 80)],
+                                         pa.int64())})
+    empty = pa.table({"e": pa.array([], pa.int32())})
+    same = pa.table({"one": pa.array([7] * 60, pa.int32())})
+    # thousands of distinct keys: buckets hold other keys too, which must not match
+    many = pa.table({"m": pa.array(rng.choice(10**6, 3000, replace=False), pa.int64())})
+    probes = pa.table({"x": pa.array(rng.integers(0, 10**6, 3000), pa.int32())})
+    tables = {"a": a, "b": b, "nulls": with_nulls, "empty": empty, "same": same, "many": many,
+              "probes": probes}
+    with minidb.connect() as db:
+        for name, table in tables.items():
+            db.create_table(name, table)
+        for sql in [*JOINS_OF_MIXED_TYPES,
+                    "SELECT a.k, nulls.n FROM a JOIN nulls ON a.k = nulls.n",
+                    "SELECT a.k, nulls.n FROM a LEFT JOIN nulls ON a.k = nulls.n",
+                    "SELECT a.k FROM a JOIN empty ON a.k = empty.e",
+                    "SELECT a.k, empty.e FROM a LEFT JOIN empty ON a.k = empty.e",
+                    "SELECT COUNT(*) FROM same s1 JOIN same s2 ON s1.one = s2.one",
+                    "SELECT a.b, same.one FROM a JOIN same ON a.b = same.one",
+                    "SELECT COUNT(*) FROM many JOIN probes ON many.m = probes.x",
+                    "SELECT probes.x, many.m FROM probes JOIN many ON probes.x = many.m "
+                    "WHERE many.m < 200000"]:
+            assert "HashJoin" in db.sql(sql).explain(), sql
+            _check(db, tables, sql)
+
+
 def test_hash_of_equal_values_ignores_type_and_width():
     from minidb.hashing import hash_columns
 

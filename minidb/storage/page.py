@@ -39,10 +39,11 @@ pages is packed, checked or unpacked with a handful of numpy calls, never a Pyth
 Checking a cluster. The CRC of each page body is one call to a C function (``crc32``, below), in
 one ``map`` over the cluster's pages: the bytes are the cost, about 2 GB/s with zlib's CRC-32
 and 2-3x that with ISA-L's (the ``isal`` package, a dependency on machines it has wheels for:
-the same CRC-32, so the same stored checksums, computed with the processor's carry-less multiply). Folding the file id and the
-version into each page's CRC needs no further call per page: continuing a CRC over 8 more bytes is
-an affine map of the CRC it starts from (see ``fold_many``), so the folded checksums of a whole
-cluster are four table look-ups and a few XORs in numpy.
+the same CRC-32, so the same stored checksums, computed with the processor's carry-less
+multiply). Folding the file id and the version into each page's CRC needs no further call per
+page: continuing a CRC over 8 more bytes is an affine map of the CRC it starts from (see
+``fold_many``), so the folded checksums of a whole cluster are four table look-ups and a few XORs
+in numpy.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ Here ``open`` consumes the build input, and ``next`` probes one batch of the pro
 time. The hash table is a ``KeyDirectory`` (``key_directory.py``): the build input reordered by
 bucket of its key, with a directory of where each bucket starts (a sorted table with
 ``np.searchsorted`` for keys other than integers); a probe batch finds every probe tuple's
-matches at once and the pairs are expanded with ``np.repeat``, with no Python step per tuple. Output tuples are the probe tuple
-followed by the build tuple (outer then inner, as in ``NestedLoopsJoin``); the two inputs'
-column names must be different.
+matches at once and the pairs are expanded with ``np.repeat``, with no Python step per tuple.
+Output tuples are the probe tuple followed by the build tuple (outer then inner, as in
+``NestedLoopsJoin``); the two inputs' column names must be different.
 
 Memory. The hash table may hold ``memory_pages`` pages of the build relation (the probe side
 streams through and is not charged). When the build input turns out bigger than that (the

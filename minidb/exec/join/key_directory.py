@@ -6,8 +6,9 @@ probe key can match sit next to each other, plus a directory saying where each g
 
 * integer keys (the common case: Wisconsin's unique1, unique2, ...): a real hash table. Every
   key goes to bucket ``hash(key)`` of ``2**bits`` buckets, at most one key in two buckets
-  (a load factor of 1/2), the tuples are stored bucket after bucket (a counting sort), and
-  ``starts[b] .. starts[b + 1]`` are bucket b's tuples. A probe batch hashes its keys, expands
+  (a load factor of 1/2), the tuples are stored bucket after bucket (in build order within a
+  bucket), and ``starts[b] .. starts[b + 1]`` are bucket b's tuples (a running count of the
+  bucket sizes). A probe batch hashes its keys, expands
   every probe tuple to the tuples of its bucket (``np.repeat``), and keeps the candidates
   whose key is equal: about 1.5 candidates a probe and two random reads, with no Python step
   per tuple. The hash is Knuth's multiplicative one (the key times 2**64 divided by the golden
