@@ -63,3 +63,4 @@ def _load_builtins() -> None:
     import minidb.buffer  # noqa: F401  (registers the replacement policies)
     import minidb.cost  # noqa: F401  (registers the hardware profiles)
     import minidb.parallel.partitioners  # noqa: F401  (registers the partitioners)
+    import minidb.sdds.addressing  # noqa: F401  (registers LH*'s addressing rules)

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
+from minidb.errors import UnknownPluginError
 from minidb.sdds import MAX_FORWARDS, LHStarError, LHStarFile, LHStarInvariantError, Messages
-from minidb.sdds import servers as S
+from minidb.sdds.addressing import LHStarAddressing, h
 
 
 def random_workload(f: LHStarFile, seed: int, ops: int, clients: int = 5, keys: int = 3000,
@@ -26,7 +27,7 @@ def random_workload(f: LHStarFile, seed: int, ops: int, clients: int = 5, keys: 
             op = client.insert(key, (key, step))
             truth[key] = (key, step)
         elif r < 0.85:
-            op = f._operate(client, "lookup", key)
+            op = client.request("lookup", key)
             assert op.value == truth.get(key)
             assert op.found == (key in truth)
         else:
@@ -92,7 +93,7 @@ def test_a_stale_client_is_forwarded_at_most_twice_and_learns_from_iams():
     assert (stale.image.level, stale.image.split) == (0, 0)
     forwarded, before = 0, f.state
     for k in range(5000):
-        op = f._operate(stale, "lookup", k)
+        op = stale.request("lookup", k)
         assert op.value == -k and op.forwards <= MAX_FORWARDS
         assert op.iam == (op.forwards > 0)
         forwarded += op.forwards > 0
@@ -152,16 +153,31 @@ def test_select_gathers_every_bucket_and_counts_a_request_and_reply_per_bucket()
     assert f.messages.broadcasts - before == 2 * f.state.buckets
 
 
-def test_a_forwarding_rule_without_its_second_step_is_caught(monkeypatch):
-    """A server that forwards to h_j(C) alone sends some keys to buckets that do not exist
-    yet; the file raises LHStarInvariantError instead of losing the request."""
-    def one_step(address, level, c, n0):
-        return S.h(level, c, n0)
+class OneStepForwarding(LHStarAddressing):
+    """A server that forwards to h_j(C) alone, skipping the h_(j-1) step."""
 
-    monkeypatch.setattr(S, "server_address", one_step)
-    f = LHStarFile(capacity=2, machines=2, hashed=False)
+    def server_address(self, address, level, pseudokey, n0):
+        return h(level, pseudokey, n0)
+
+
+def test_a_forwarding_rule_without_its_second_step_is_caught():
+    """One-step forwarding sends some keys to buckets that do not exist yet; the file raises
+    LHStarInvariantError instead of losing the request."""
+    f = LHStarFile(capacity=2, machines=2, hashed=False, addressing=OneStepForwarding)
     with pytest.raises(LHStarInvariantError, match="does not exist|third time"):
         random_workload(f, seed=3, ops=3000, clients=8, keys=500)
+
+
+def test_addressing_rules_that_return_nonsense_are_named():
+    class Floats(LHStarAddressing):
+        def client_address(self, image, pseudokey, n0):
+            return 0.0
+
+    f = LHStarFile(addressing=Floats())
+    with pytest.raises(TypeError, match="client_address must return a bucket number"):
+        f.client().insert(1, 1)
+    with pytest.raises(UnknownPluginError, match="lhstar addressing 'nope'"):
+        LHStarFile(addressing="nope")
 
 
 def test_bad_parameters_and_keys_are_clear_errors():

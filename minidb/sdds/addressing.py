@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minidb.plugins import register
+
 MAX_FORWARDS = 2
 """LH*'s bound: a request reaches the right bucket after at most two forwards (LNS93)."""
 
@@ -89,16 +91,23 @@ class Image:
 
 
 def client_address(image: Image, pseudokey: int, n0: int) -> int:
-    """Where a client with ``image`` sends a request for ``pseudokey``."""
+    """Where a client with ``image`` sends a request for ``pseudokey``: linear hashing's
+    address computed on the image, ``h_i'(C)``, or ``h_(i'+1)(C)`` when that bucket is below the
+    image's split pointer ``n'`` (the client believes it split)."""
+    # BEGIN SOLUTION: Lab 4 (LH* addressing): the built-in lhstar addressing is the lab's model answer, left out of the student release; write yours in labs/lab4_lhstar/addressing.py and use it as student_lhstar
     a = h(image.level, pseudokey, n0)
     if a < image.split:
         a = h(image.level + 1, pseudokey, n0)
     return a
+    # END SOLUTION
 
 
 def server_address(address: int, level: int, pseudokey: int, n0: int) -> int:
     """Where server ``address`` of level ``level`` sends ``pseudokey``: ``address`` itself when
-    the key is home, otherwise the next server to forward to (the LH* forwarding rule)."""
+    the key is home, otherwise the next server to forward to. The forwarding rule: ``a' =
+    h_j(C)``; when ``a' != a``, the server also computes ``a'' = h_(j-1)(C)`` and forwards to
+    ``a''`` instead when ``a < a'' < a'`` (``a'`` may not exist yet; ``a''`` does)."""
+    # BEGIN SOLUTION: Lab 4 (LH* addressing): the built-in lhstar addressing is the lab's model answer, left out of the student release; write yours in labs/lab4_lhstar/addressing.py and use it as student_lhstar
     a1 = h(level, pseudokey, n0)
     if a1 == address:
         return address
@@ -107,13 +116,52 @@ def server_address(address: int, level: int, pseudokey: int, n0: int) -> int:
         if address < a2 < a1:
             a1 = a2
     return a1
+    # END SOLUTION
 
 
 def adjust_image(image: Image, address: int, level: int, n0: int) -> Image:
-    """A client's image after an IAM from server ``address`` of level ``level``."""
+    """A client's image after an IAM from server ``address`` of level ``level`` (the first
+    server it addressed): when ``level > i'``, the image becomes ``(level - 1, address + 1)``,
+    moved on to ``(level, 0)`` when that split pointer completes the round (``n' >= 2**i' x
+    N0``); a server no deeper than the image teaches nothing."""
+    # BEGIN SOLUTION: Lab 4 (LH* addressing): the built-in lhstar addressing is the lab's model answer, left out of the student release; write yours in labs/lab4_lhstar/addressing.py and use it as student_lhstar
     if level <= image.level:
         return image
     i, n = level - 1, address + 1
     if n >= n0 << i:
         i, n = i + 1, 0
     return Image(i, n)
+    # END SOLUTION
+
+
+class Addressing:
+    """The three rules of LH* that clients and servers run, as one pluggable class (plugin kind
+    ``lhstar_addressing``): Lab 4's assignment. ``LHStarFile(addressing=NAME)`` runs every
+    client and server of a file with the class registered as NAME; the coordinator's own
+    arithmetic (``FileState``) is not part of it."""
+
+    def client_address(self, image: Image, pseudokey: int, n0: int) -> int:
+        """Where a client with ``image`` sends a request for ``pseudokey``."""
+        raise NotImplementedError
+
+    def server_address(self, address: int, level: int, pseudokey: int, n0: int) -> int:
+        """``address`` when the key is home there, else the server to forward it to."""
+        raise NotImplementedError
+
+    def adjust_image(self, image: Image, address: int, level: int, n0: int) -> Image:
+        """The client's image after an IAM from server ``address`` of level ``level``."""
+        raise NotImplementedError
+
+
+@register("lhstar_addressing", "lhstar")
+class LHStarAddressing(Addressing):
+    """The rules of docs/facts.md ("LH*"), as the functions above compute them."""
+
+    def client_address(self, image: Image, pseudokey: int, n0: int) -> int:
+        return client_address(image, pseudokey, n0)
+
+    def server_address(self, address: int, level: int, pseudokey: int, n0: int) -> int:
+        return server_address(address, level, pseudokey, n0)
+
+    def adjust_image(self, image: Image, address: int, level: int, n0: int) -> Image:
+        return adjust_image(image, address, level, n0)

@@ -39,15 +39,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from minidb.errors import MinidbError
-from minidb.sdds.addressing import (
-    MAX_FORWARDS,
-    FileState,
-    Image,
-    adjust_image,
-    client_address,
-    h,
-)
-from minidb.sdds.servers import BucketHost, Reply, machine_of, pseudokey
+from minidb.plugins import lookup
+from minidb.sdds.addressing import MAX_FORWARDS, Addressing, FileState, Image, h
+from minidb.sdds.servers import BucketHost, Reply, bucket_number, machine_of, pseudokey
 
 SPLIT_POLICIES = ("uncontrolled", "controlled")
 
@@ -117,6 +111,14 @@ class Operation:
     messages: Messages = field(default_factory=Messages)
 
 
+@dataclass
+class _SplitGroup:
+    """The split coordinator's state, shared by the files that split together."""
+
+    state: FileState
+    files: list = field(default_factory=list)
+
+
 class Client:
     """A client of an LH* file with its own image of the file state (initially ``(0, 0)``)."""
 
@@ -126,6 +128,12 @@ class Client:
         self.image = Image()
         self.messages = Messages()
         self.operations = 0
+
+    def request(self, op: str, key: int, value: object = None) -> Operation:
+        """Send one ``op`` ("insert", "lookup" or "delete") for ``key``; returns what it did."""
+        if op not in ("insert", "lookup", "delete"):
+            raise LHStarError(f"unknown LH* operation {op!r}; choose insert, lookup or delete")
+        return self.file._operate(self, op, key, value)
 
     def insert(self, key: int, value: object = None) -> Operation:
         """Store ``value`` under ``key`` (an existing key's value is replaced)."""
@@ -151,12 +159,18 @@ class LHStarFile:
     the estimated load factor exceeds ``threshold``); ``merge_below`` the share of its capacity
     under which a bucket reports an underflow after a delete (0 turns merging off).
     ``hashed=False`` addresses integer keys by their own value, as the papers' examples do.
+    ``co_locate_with`` makes this file split and merge together with another one (same N0,
+    machines and hashing), so that equal keys of the two always live on the same machine: the
+    LH* paper's shared logical-to-physical mapping (Section 3.3).
+    ``addressing`` names the rules clients and servers run (plugin kind ``lhstar_addressing``:
+    the built-in "lhstar", or a student's class, Lab 4), or is such a class or instance.
     """
 
     def __init__(self, capacity: int = 50, n0: int = 1, machines: int = 4,
                  split: str = "uncontrolled", threshold: float = 0.8, merge_below: float = 0.0,
                  merge_threshold: float = 0.4, hashed: bool = True,
-                 backend: str = "inline") -> None:
+                 backend: str = "inline", addressing: str | type | Addressing = "lhstar",
+                 co_locate_with: LHStarFile | None = None) -> None:
         if not isinstance(capacity, int) or capacity < 1:
             raise LHStarError(f"bucket capacity must be a positive number of records, got "
                               f"{capacity!r}")
@@ -177,17 +191,46 @@ class LHStarFile:
         self.split_policy, self.threshold = split, threshold
         self.merge_below, self.merge_threshold = merge_below, merge_threshold
         self.hashed, self.backend = hashed, backend
-        self.state = FileState(0, 0, n0)
+        if isinstance(addressing, str):
+            addressing = lookup("lhstar_addressing", addressing)
+        if isinstance(addressing, type):
+            addressing = addressing()
+        if not isinstance(addressing, Addressing):
+            raise LHStarError(f"addressing must be a registered name or an Addressing, got "
+                              f"{type(addressing).__name__}")
+        self.addressing = addressing
         self.messages = Messages()
         self.max_forwards_seen = 0
         self._clients: dict[str, Client] = {}
+        if co_locate_with is None:
+            self._group = _SplitGroup(FileState(0, 0, n0))
+        else:
+            self._join_group(co_locate_with)
+        self._group.files.append(self)
         self._hosts = [self._start_host(m) for m in range(machines)]
-        for address in range(n0):
-            self._call(address, "create", address, 0, {})
+        for address in range(self.state.buckets):
+            self._call(address, "create", address, self.state.bucket_level(address), {})
+
+    def _join_group(self, other: LHStarFile) -> None:
+        if not isinstance(other, LHStarFile):
+            raise LHStarError(f"co_locate_with must be an LH* file, got {type(other).__name__}")
+        same = {"n0": (self.n0, other.n0), "machines": (self.machines, other.machines),
+                "hashed": (self.hashed, other.hashed)}
+        for name, (mine, theirs) in same.items():
+            if mine != theirs:
+                raise LHStarError(f"a co-located file needs the same {name} as the file it "
+                                  f"follows ({theirs}), got {mine}")
+        self._group = other._group
+
+    @property
+    def state(self) -> FileState:
+        """The true file state ``(i, n)``, as the split coordinator holds it (shared by files
+        that split together, ``co_locate_with``)."""
+        return self._group.state
 
     # -- the servers ------------------------------------------------------------------------
     def _start_host(self, machine: int):
-        args = (machine, self.capacity, self.n0, self.hashed)
+        args = (machine, self.capacity, self.n0, self.hashed, self.addressing)
         if self.backend == "inline":
             return BucketHost(*args)
         import ray
@@ -248,13 +291,17 @@ class LHStarFile:
         except (TypeError, ValueError) as err:
             raise LHStarError(str(err)) from None
         msgs = Messages(requests=1)
-        address = client_address(client.image, c, self.n0)
+        address = self._client_address(client, c)
         reply: Reply | None = self._call(address, "receive", address, op, key, value)
         if reply is None:  # the image is ahead of a file that merged: start again from (0, 0)
             client.image = Image()
-            address = client_address(client.image, c, self.n0)
+            address = self._client_address(client, c)
             msgs.requests += 1
             reply = self._call(address, "receive", address, op, key, value)
+            if reply is None:
+                raise LHStarInvariantError(f"the image (0, 0) sent key {key} to bucket "
+                                           f"{address}, which does not exist (file state "
+                                           f"{self.state})")
         first, first_level, forwards = address, reply.level, 0
         while not reply.home:
             forwards += 1
@@ -271,7 +318,11 @@ class LHStarFile:
                                            f"{self.state})")
         if forwards:
             msgs.iams += 1
-            client.image = adjust_image(client.image, first, first_level, self.n0)
+            image = self.addressing.adjust_image(client.image, first, first_level, self.n0)
+            if not isinstance(image, Image):
+                raise TypeError(f"adjust_image must return an Image, got "
+                                f"{type(image).__name__} {image!r:.60}")
+            client.image = image
         if op != "insert":
             msgs.replies += 1
         self.max_forwards_seen = max(self.max_forwards_seen, forwards)
@@ -286,6 +337,10 @@ class LHStarFile:
               and reply.records < self.merge_below * self.capacity):
             self._underflow(reply)
         return done
+
+    def _client_address(self, client: Client, c: int) -> int:
+        return bucket_number(self.addressing.client_address(client.image, c, self.n0),
+                             "client_address")
 
     # -- the split coordinator --------------------------------------------------------------
     def estimated_load(self, records: int, level: int) -> float:
@@ -305,25 +360,30 @@ class LHStarFile:
             self.merge_once()
 
     def split_once(self) -> None:
-        """Split bucket ``n`` into ``n`` and ``n + 2**i x N0`` and advance the file state."""
-        n = self.state.split
-        new = n + (self.n0 << self.state.level)
-        self.messages.splits += 1
-        moving = self._call(n, "split", n, new)
-        self._call(new, "create", new, self.state.level + 1, moving)
-        self.messages.transfers += 1
-        self.messages.acks += 1
-        self.state = self.state.after_split()
+        """Split bucket ``n`` into ``n`` and ``n + 2**i x N0`` and advance the file state; every
+        file co-located with this one splits its bucket ``n`` too (the synchronous splitting
+        the LH* paper's footnote 3 names as what co-location takes)."""
+        state = self.state
+        n, new = state.split, state.split + (self.n0 << state.level)
+        for f in self._group.files:
+            f.messages.splits += 1
+            moving = f._call(n, "split", n, new)
+            f._call(new, "create", new, state.level + 1, moving)
+            f.messages.transfers += 1
+            f.messages.acks += 1
+        self._group.state = state.after_split()
 
     def merge_once(self) -> None:
-        """Undo the last split: the bucket it made gives its records back to its parent."""
+        """Undo the last split: the bucket it made gives its records back to its parent (in
+        every co-located file)."""
         parent, sibling = self.state.last_split()
-        self.messages.merges += 1
-        records = self._call(sibling, "give_up", sibling)
-        self._call(parent, "absorb", parent, records)
-        self.messages.transfers += 1
-        self.messages.acks += 1
-        self.state = self.state.before_split()
+        for f in self._group.files:
+            f.messages.merges += 1
+            records = f._call(sibling, "give_up", sibling)
+            f._call(parent, "absorb", parent, records)
+            f.messages.transfers += 1
+            f.messages.acks += 1
+        self._group.state = self.state.before_split()
 
     # -- whole-file operations ----------------------------------------------------------------
     def insert_many(self, items: Iterable[tuple[int, object]], client: str = "loader") -> None:

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from minidb.sdds.addressing import h, server_address
+import numpy as np
+
+from minidb.sdds.addressing import Addressing, h
 
 MASK64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -71,8 +73,9 @@ class Bucket:
     """One LH* bucket: its address, its level, and the records whose home it is."""
 
     def __init__(self, address: int, level: int, capacity: int, n0: int, hashed: bool,
-                 records: dict[int, object] | None = None) -> None:
+                 addressing: Addressing, records: dict[int, object] | None = None) -> None:
         self.address = address
+        self.addressing = addressing
         self.level = level
         self.capacity = capacity
         self.n0 = n0
@@ -82,7 +85,8 @@ class Bucket:
     def receive(self, op: str, key: int, value: object = None) -> Reply:
         """Run ``op`` ("insert", "lookup", "delete") on ``key`` if it is home, else forward."""
         c = pseudokey(key, self.hashed)
-        target = server_address(self.address, self.level, c, self.n0)
+        target = bucket_number(self.addressing.server_address(self.address, self.level, c,
+                                                              self.n0), "server_address")
         if target != self.address:
             return Reply(False, self.address, self.level, forward_to=target)
         found, out = key in self.records, None
@@ -111,8 +115,10 @@ class Bucket:
 class BucketHost:
     """One server machine: the buckets mapped to it. Runs inline or as a Ray actor."""
 
-    def __init__(self, machine: int, capacity: int, n0: int, hashed: bool) -> None:
+    def __init__(self, machine: int, capacity: int, n0: int, hashed: bool,
+                 addressing: Addressing) -> None:
         self.machine = machine
+        self.addressing = addressing
         self.capacity = capacity
         self.n0 = n0
         self.hashed = hashed
@@ -123,7 +129,7 @@ class BucketHost:
         if address in self.buckets:
             raise ValueError(f"bucket {address} already exists on machine {self.machine}")
         self.buckets[address] = Bucket(address, level, self.capacity, self.n0, self.hashed,
-                                       records)
+                                       self.addressing, records)
         return len(records)
 
     def receive(self, address: int, op: str, key: int, value: object = None) -> Reply | None:
@@ -152,6 +158,51 @@ class BucketHost:
         return [(k, v) for b in self.buckets.values() for k, v in b.records.items()
                 if predicate is None or predicate(k, v)]
 
+    # -- bulk operators (minidb.sdds.operators), on (head, tail) pairs --------------------------
+    def pairs(self) -> dict[int, np.ndarray]:
+        """Every bucket's records as (head, tail) pairs: the bucket shipped whole."""
+        return {a: as_pairs(b.records) for a, b in self.buckets.items()}
+
+    def select_range(self, low: int, high: int) -> tuple[dict[int, np.ndarray], int]:
+        """Each bucket's pairs with ``low <= tail <= high`` (kept where they are), and the
+        entries scanned."""
+        out, scanned = {}, 0
+        for a, b in self.buckets.items():
+            p = as_pairs(b.records)
+            scanned += len(p)
+            out[a] = p[(p["tail"] >= low) & (p["tail"] <= high)]
+        return out, scanned
+
+    def join_tails(self, bat: np.ndarray) -> tuple[dict[int, np.ndarray], int]:
+        """join(this SDDS, BAT) on every bucket: (a, d) for local (a, b) and BAT (c, d), b = c."""
+        out, scanned = {}, 0
+        for a, b in self.buckets.items():
+            p = as_pairs(b.records)
+            scanned += len(p) + len(bat)
+            out[a] = equi_join(p, "tail", bat, "head")
+        return out, scanned
+
+    def join_heads(self, routed: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], int]:
+        """join(BAT, this SDDS) on the buckets that received BAT rows: (a, d) for received
+        (a, b) and local (c, d), b = c."""
+        out, scanned = {}, 0
+        for a, rows in routed.items():
+            p = as_pairs(self.buckets[a].records)
+            scanned += len(p) + len(rows)
+            out[a] = equi_join(rows, "tail", p, "head")
+        return out, scanned
+
+    def semijoin_heads(self, heads: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], int]:
+        """semijoin(this SDDS, X) on every bucket: the local pairs whose head is in ``heads``
+        (the heads of X that were routed to this bucket)."""
+        out, scanned = {}, 0
+        for a, b in self.buckets.items():
+            p = as_pairs(b.records)
+            mine = heads.get(a, np.zeros(0, dtype=np.int64))
+            scanned += len(p) + len(mine)
+            out[a] = p[np.isin(p["head"], mine)]
+        return out, scanned
+
     def snapshot(self) -> dict[int, tuple[int, dict[int, object]]]:
         """Address -> (level, records) of every bucket here (for checks and the explorer)."""
         return {a: (b.level, dict(b.records)) for a, b in self.buckets.items()}
@@ -159,6 +210,55 @@ class BucketHost:
     def sizes(self) -> dict[int, int]:
         """Address -> record count of every bucket here."""
         return {a: len(b.records) for a, b in self.buckets.items()}
+
+
+PAIR = np.dtype([("head", "<i8"), ("tail", "<i8")])
+"""A binary association table's row (the LH* paper's tables hold pairs of integers)."""
+
+
+def as_pairs(records: dict[int, object]) -> np.ndarray:
+    """A bucket's records (head -> tail) as a pair array; tails must be integers."""
+    out = np.empty(len(records), dtype=PAIR)
+    out["head"] = np.fromiter(records.keys(), dtype=np.int64, count=len(records))
+    try:
+        out["tail"] = np.fromiter(records.values(), dtype=np.int64, count=len(records))
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError("the SDDS operators work on files of integer pairs (key -> integer "
+                        "value); this file holds other values") from None
+    return out
+
+
+def equi_join(left: np.ndarray, left_on: str, right: np.ndarray, right_on: str) -> np.ndarray:
+    """(left.head, right.tail) for every pair of rows with ``left[left_on] == right[right_on]``:
+    a hash join with the right side as the build input (``minidb.exec.join.KeyDirectory``)."""
+    from minidb.exec.join.key_directory import KeyDirectory
+
+    out = np.empty(0, dtype=PAIR)
+    if len(left) and len(right):
+        directory = KeyDirectory(right[right_on], left[left_on].dtype)
+        li, bi = directory.matches(left[left_on])
+        out = np.empty(len(li), dtype=PAIR)
+        out["head"] = left["head"][li]
+        out["tail"] = right[directory.order]["tail"][bi]
+    return out
+
+
+def bucket_number(value: object, rule: str) -> int:
+    """``value`` as a bucket address, or a TypeError naming the addressing ``rule`` that gave it
+    (a plugged-in rule may return anything)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            import numpy as np
+
+            if isinstance(value, np.integer):
+                return int(value)
+        except ImportError:  # pragma: no cover
+            pass
+        raise TypeError(f"{rule} must return a bucket number (an int), got "
+                        f"{type(value).__name__} {value!r:.60}")
+    if value < 0:
+        raise ValueError(f"{rule} returned bucket {value}; bucket numbers are >= 0")
+    return value
 
 
 def machine_of(address: int, machines: int) -> int:

@@ -1,0 +1,27 @@
+"""Lab 4, model answer: LH*'s client address, forwarding rule and image adjustment."""
+
+from minidb.plugins import register
+from minidb.sdds.addressing import Addressing, Image, h
+
+
+@register("lhstar_addressing", "student_lhstar")
+class StudentAddressing(Addressing):
+    """The rules of docs/facts.md ("LH*"), written out."""
+
+    def client_address(self, image, pseudokey, n0):
+        a = h(image.level, pseudokey, n0)
+        return h(image.level + 1, pseudokey, n0) if a < image.split else a
+
+    def server_address(self, address, level, pseudokey, n0):
+        a1 = h(level, pseudokey, n0)
+        if a1 != address and level > 0:
+            a2 = h(level - 1, pseudokey, n0)
+            if address < a2 < a1:
+                return a2
+        return a1
+
+    def adjust_image(self, image, address, level, n0):
+        if level <= image.level:
+            return image
+        i, n = level - 1, address + 1
+        return Image(i + 1, 0) if n >= n0 << i else Image(i, n)

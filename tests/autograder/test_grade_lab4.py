@@ -1,0 +1,101 @@
+"""Lab 4 (LH* addressing) graded end to end in the real sandbox: the reference and the lab's
+own file score 100, the student release's stubs 0, and plausible wrong answers (one-step
+forwarding, no image adjustment, an off-by-one client, N0 forgotten, an image that never starts
+the next round) lose exactly the cases their mistake shows in, always a public case of the same
+category first; the feedback names the question and LH*'s answer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from ag_helpers import FAST, ROOT, SUBMISSIONS, Graded, check_gradescope
+
+from autograder.assignments.lab4 import STUDENT_DIR, assignment, lhstar
+from autograder.grading import HIDDEN_VISIBILITY, grade_to_file
+from autograder.markers import strip_solutions
+
+REFERENCE = ROOT / "autograder" / "assignments" / "lab4" / "reference" / "addressing.py"
+LAB_FILE = ROOT / STUDENT_DIR / "addressing.py"
+LAB = assignment()
+CASES = {c.id: c for p in LAB.parts for c in p.cases}
+HIDDEN = {i for i, c in CASES.items() if c.hidden}
+
+
+def grade4(tmp_path: Path, source: Path | str) -> Graded:
+    sub = tmp_path / "submission"
+    sub.mkdir(parents=True)
+    if isinstance(source, Path):
+        shutil.copyfile(source, sub / "addressing.py")
+    else:
+        (sub / "addressing.py").write_text(source)
+    results = tmp_path / "results.json"
+    grade_to_file("lab4", sub, results, limits=FAST, log=lambda line: None)
+    doc = json.loads(results.read_text())
+    check_gradescope(doc)
+    return Graded(doc, 0.0)
+
+
+def test_points_and_categories():
+    assert sum(c.points for c in CASES.values()) == 100
+    public = {c.category for c in CASES.values() if not c.hidden}
+    hidden = {c.category for c in CASES.values() if c.hidden}
+    assert public == set(lhstar.CATEGORIES) and hidden <= public
+    for h in (c for c in CASES.values() if c.hidden):
+        for p in (c for c in CASES.values() if not c.hidden):
+            assert h.inputs != p.inputs
+
+
+@pytest.mark.parametrize("source", [REFERENCE, LAB_FILE], ids=["reference", "lab file"])
+def test_the_reference_and_the_labs_own_file_score_full_marks(tmp_path, source):
+    graded = grade4(tmp_path, source)
+    assert graded.score == 100
+    assert [t["status"] for t in graded.doc["tests"]] == ["passed"] * 14
+    hidden = [t for t in graded.doc["tests"] if "hidden" in t["tags"]]
+    assert len(hidden) == 7 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
+
+
+def test_the_student_release_stub_scores_zero_and_says_what_to_write(tmp_path):
+    stub, blocks = strip_solutions(LAB_FILE.read_text(), str(LAB_FILE))
+    assert blocks == 3 and "BEGIN" not in stub
+    graded = grade4(tmp_path, stub)
+    assert graded.score == 0
+    assert "Lab 4" in graded.test("C1")["output"]
+
+
+# the cases each wrong answer must lose (found by running them; each is explained)
+WRONG = [
+    # h_j(C) alone: right when no forward is needed (exact images), wrong whenever the second
+    # step matters, and a whole file trips over a bucket that does not exist yet
+    ("lab4_one_step_forwarding.py", set(CASES) - {"C1", "C8"}),
+    # the routes are right, the images never move: every check of an image or of a whole file
+    ("lab4_no_image_adjustment.py", {"C4", "C5", "C6", "C7", "C11", "C12", "C13", "C14"}),
+    # bucket n' counted as split: wrong everywhere, starting with the (0, 0) image
+    ("lab4_client_off_by_one.py", set(CASES)),
+    # 2**i instead of 2**i x N0: right only while N0 = 1
+    ("lab4_ignores_n0.py", {"C5", "C7", "C12", "C14"}),
+    # the IAM leaves n' = 2**i' x N0 instead of starting round i' + 1
+    ("lab4_image_never_rolls_over.py", {"C4", "C5", "C6", "C7", "C12", "C13", "C14"}),
+]
+
+
+@pytest.mark.parametrize(("wrong", "lost"), WRONG, ids=[w for w, _ in WRONG])
+def test_wrong_answers_lose_the_cases_their_mistake_shows_in(tmp_path, wrong, lost):
+    graded = grade4(tmp_path, SUBMISSIONS / wrong)
+    assert set(graded.failed()) == lost
+    assert graded.score == 100 - sum(CASES[c].points for c in lost)
+    # public cases warn first: every lost hidden case has a lost public case of its category
+    public_lost = {CASES[c].category for c in lost - HIDDEN}
+    assert all(CASES[c].category in public_lost for c in lost & HIDDEN)
+
+
+def test_feedback_names_the_question_and_lh_stars_answer(tmp_path):
+    graded = grade4(tmp_path, SUBMISSIONS / "lab4_one_step_forwarding.py")
+    c3 = graded.test("C3")["output"]
+    assert "0 of 120 routes right" in c3 and "LH* routes" in c3 and "client image" in c3
+    c6 = graded.test("C6")["output"]
+    assert "forwards: yours 1, LH*'s 2" in c6 and "operation" in c6
+    graded = grade4(tmp_path / "again", SUBMISSIONS / "lab4_no_image_adjustment.py")
+    assert "then the IAM of bucket" in graded.test("C4")["output"]
