@@ -971,3 +971,117 @@ def findings_counts(report: PaperReport) -> dict[str, int]:
         counts[f.status] = counts.get(f.status, 0) + 1
     return counts
 
+
+
+# ---------------------------------------------------------------------------------------- LH*
+# The LH* page replays a small LH* file (minidb.sdds) one insert at a time: the file state and
+# every bucket after each step, and where a client with a chosen image sends a chosen key.
+
+
+@dataclass(frozen=True)
+class LHStarStep:
+    """The file after one insert: its state, the split it caused (if any) and its buckets."""
+
+    number: int
+    key: int
+    level: int
+    split: int
+    split_pair: tuple[int, int] | None
+    """(bucket that split, the bucket it made), when this insert caused a split."""
+    buckets: dict[int, tuple[int, list[int]]]
+    """Address -> (level, sorted keys)."""
+
+
+def lhstar_keys(count: int, order: str, seed: int) -> list[int]:
+    """The keys to insert: ``count`` of 0..999, "ascending" or "random" (seeded)."""
+    import random as _random
+
+    if order == "ascending":
+        return list(range(count))
+    return _random.Random(seed).sample(range(1000), count)
+
+
+def lhstar_growth(capacity: int, n0: int, keys: list[int]) -> list[LHStarStep]:
+    """Insert ``keys`` one by one into a new LH* file (uncontrolled splits, keys unhashed) and
+    record the file after every insert."""
+    from minidb.sdds import LHStarFile
+
+    f = LHStarFile(capacity=capacity, n0=n0, machines=1, hashed=False)
+    client, steps = f.client("loader"), []
+    for number, key in enumerate(keys, start=1):
+        before = f.state
+        client.insert(key, key)
+        pair = None
+        if f.state != before:
+            pair = (before.split, before.split + (n0 << before.level))
+        steps.append(LHStarStep(number, key, f.state.level, f.state.split, pair,
+                                {a: (lvl, sorted(r)) for a, (lvl, r) in f.buckets().items()}))
+    return steps
+
+
+def lhstar_buckets_frame(step: LHStarStep, capacity: int) -> pd.DataFrame:
+    """One row per bucket: level, records, keys, and what this step did to it."""
+    rows = []
+    for address, (level, keys) in step.buckets.items():
+        note = ""
+        if step.split_pair and address == step.split_pair[0]:
+            note = "just split"
+        elif step.split_pair and address == step.split_pair[1]:
+            note = "just made"
+        elif step.key in keys:
+            note = f"got key {step.key}"
+        if len(keys) > capacity:
+            note = (note + "; " if note else "") + "overflowing"
+        rows.append({"bucket": address, "level": level, "records": len(keys),
+                     "keys": ", ".join(map(str, keys)), "this step": note})
+    return pd.DataFrame(rows)
+
+
+def lhstar_chart(step: LHStarStep, capacity: int) -> alt.TopLevelMixin:
+    """Records per bucket, coloured by level, with the bucket capacity as a rule."""
+    frame = lhstar_buckets_frame(step, capacity)
+    bars = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("bucket:O", title="bucket"), y=alt.Y("records:Q", title="records"),
+        color=alt.Color("level:N", title="level"), tooltip=["bucket", "level", "records", "keys"])
+    rule = alt.Chart(pd.DataFrame({"capacity": [capacity]})).mark_rule(
+        strokeDash=[4, 3]).encode(y="capacity:Q")
+    return (bars + rule).properties(width=340, height=280)
+
+
+def lhstar_route(level: int, split: int, n0: int, image_level: int, image_split: int,
+                 key: int) -> tuple[list[str], int, tuple[int, int] | None]:
+    """The request for ``key`` from a client with image (i', n') to a file in state (i, n), in
+    words, one line per message; the forwards; the client's image after the IAM (None: no
+    forward, no IAM)."""
+    from minidb.sdds import FileState, Image, adjust_image, client_address, server_address
+
+    state = FileState(level, split, n0)
+    image = Image(image_level, image_split)
+    a = client_address(image, key, n0)
+    lines = [f"the client computes h_{image_level}({key}) = {key % (n0 << image_level)}"
+             + (f" < n' = {image_split}, so h_{image_level + 1}({key}) = {a}"
+                if key % (n0 << image_level) < image_split else "")
+             + f" and sends the request to bucket {a}"]
+    if a >= state.buckets:
+        lines.append(f"bucket {a} does not exist: the image is ahead of the file (a file that "
+                     "merged); the client starts again from the image (0, 0)")
+        image = Image()
+        a = client_address(image, key, n0)
+        lines.append(f"the client sends the request to bucket {a}")
+    first, hops = a, 0
+    while True:
+        j = state.bucket_level(a)
+        nxt = server_address(a, j, key, n0)
+        if nxt == a:
+            lines.append(f"bucket {a} (level {j}): h_{j}({key}) = {a}, the key is home")
+            break
+        hops += 1
+        lines.append(f"bucket {a} (level {j}): h_{j}({key}) = {key % (n0 << j)} is not {a}; "
+                     f"it forwards to bucket {nxt} (forward {hops})")
+        a = nxt
+    if not hops:
+        return lines, 0, None
+    new = adjust_image(image, first, state.bucket_level(first), n0)
+    lines.append(f"bucket {first} sends an IAM (address {first}, level "
+                 f"{state.bucket_level(first)}): the image becomes ({new.level}, {new.split})")
+    return lines, hops, (new.level, new.split)

@@ -121,3 +121,12 @@ def test_the_student_release_leaves_the_kit_out(tmp_path):
     make_release(out)
     assert not (out / "instructors").exists()
     assert not any("answers.md" == p.name or "rubric.md" == p.name for p in out.rglob("*"))
+
+
+def test_every_lab4_question_has_an_answer():
+    lab = (ROOT / "labs" / "lab4_lhstar" / "lab4_lhstar.py").read_text()
+    asked = re.findall(r"\*\*Question ([A-Z]\d)\.\*\*", lab)
+    answers = (KIT / "lab4_lhstar" / "answers.md").read_text()
+    assert asked == ["A1", "B1", "C1", "D1", "E1"]
+    for q in asked:
+        assert re.search(rf"^### {q}\. ", answers, re.M), f"no answer to question {q}"

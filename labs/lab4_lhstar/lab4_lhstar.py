@@ -58,10 +58,20 @@ import addressing  # noqa: F401  (your assignment, labs/lab4_lhstar/addressing.p
 import matplotlib.pyplot as plt
 
 from minidb.errors import NotImplementedYet
+from minidb.plugins import lookup
 from minidb.sdds import Image, LHStarFile, LHStarInvariantError, h, pseudokey
-from minidb.sdds.addressing import LHStarAddressing
 
 RECORDS = max(2000, int(20_000 * SCALE))
+
+# The rules every file below runs: minidb's own, or, in the student release (where minidb's rules
+# are this lab's assignment and raise NotImplementedYet), yours from addressing.py (Part F).
+try:
+    LHStarFile(addressing="lhstar").client().insert(1)
+    RULES = "lhstar"
+except NotImplementedYet:
+    RULES = "student_lhstar"
+    print("minidb's own LH* rules are the assignment here: this lab runs on yours "
+          "(labs/lab4_lhstar/addressing.py, Part F); write them first.")
 
 # %% [markdown]
 # ## Part A: a file that grows
@@ -74,7 +84,7 @@ RECORDS = max(2000, int(20_000 * SCALE))
 # are (`hashed=False`), so you can follow the arithmetic by hand.
 
 # %%
-f = LHStarFile(capacity=4, machines=3, hashed=False, backend=BACKEND)
+f = LHStarFile(capacity=4, machines=3, hashed=False, backend=BACKEND, addressing=RULES)
 loader = f.client("loader")
 history = []
 for key in range(60):
@@ -109,7 +119,7 @@ f.close()
 # grows: it rises while a round goes on and drops each time the split pointer starts over.
 
 # %%
-f = LHStarFile(capacity=50, machines=4, backend=BACKEND)
+f = LHStarFile(capacity=50, machines=4, backend=BACKEND, addressing=RULES)
 c = f.client("loader")
 sizes, buckets, loads = [], [], []
 for key in range(RECORDS):
@@ -203,7 +213,7 @@ print(f"an image ahead of the file: key {key} found in bucket {op.home} after "
 # The file checks LH\*'s bound on every operation, so the mistake does not go unnoticed.
 
 # %%
-class OneStepForwarding(LHStarAddressing):
+class OneStepForwarding(lookup("lhstar_addressing", RULES)):
     def server_address(self, address, level, pseudokey, n0):
         return h(level, pseudokey, n0)
 
@@ -232,7 +242,8 @@ except LHStarInvariantError as error:
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.2))
 for policy, threshold in (("uncontrolled", 0.8), ("controlled", 0.8), ("controlled", 0.95)):
-    g = LHStarFile(capacity=50, machines=2, split=policy, threshold=threshold)
+    g = LHStarFile(capacity=50, machines=2, split=policy, threshold=threshold,
+                   addressing=RULES)
     w, xs, ys = g.client(), [], []
     for key in range(RECORDS):
         w.insert(key)
@@ -267,7 +278,7 @@ from minidb.sdds import operators as op
 
 pairs_rng = np.random.default_rng(SEED)
 n = RECORDS // 4
-big = op.load(LHStarFile(capacity=50, machines=4, backend=BACKEND),
+big = op.load(LHStarFile(capacity=50, machines=4, backend=BACKEND, addressing=RULES),
               op.bat(pairs_rng.permutation(n), pairs_rng.integers(0, n, n)))
 t5 = op.bat(np.arange(0, n, 10), np.arange(0, n, 10) * 2)  # a tenth of big's size
 print(op.select(big, 0, n // 100).explain(), end="\n\n")
@@ -305,14 +316,18 @@ def run(rules: str) -> list[tuple]:
     return seen
 
 
-try:
-    reference = run("lhstar")
-    yours = run("student_lhstar")
-    differ = [i for i, (a, b) in enumerate(zip(reference, yours, strict=True)) if a != b]
-    print(f"{len(reference) - len(differ)} of {len(reference)} operations as LH* does them"
-          + (f"; first difference at operation {differ[0]}" if differ else ""))
-except NotImplementedYet as missing:
-    print("not written yet:", missing)
+if RULES == "lhstar":
+    try:
+        yours = run("student_lhstar")
+        reference = run("lhstar")
+        differ = [i for i, (a, b) in enumerate(zip(reference, yours, strict=True)) if a != b]
+        print(f"{len(reference) - len(differ)} of {len(reference)} operations as LH* does them"
+              + (f"; first difference at operation {differ[0]}" if differ else ""))
+    except NotImplementedYet as missing:
+        print("not written yet:", missing)
+else:  # the student release: minidb's rules are stubs, there is nothing to compare with here
+    print("your rules ran every file above; `pytest tests/release` runs the grader's public "
+          "cases on them")
 
 # %% [markdown]
 # **What comes next.** Section 5 of the paper measures select and join operators over LH\*

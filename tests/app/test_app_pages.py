@@ -22,6 +22,7 @@ PUBLISHED = "pages/1_Published_vs_reproduced.py"
 RUN = "pages/2_Run.py"
 COMPARE = "pages/3_Compare_runs.py"
 FINDINGS = "pages/4_Findings.py"
+LHSTAR = "pages/5_LH_star.py"
 
 
 def open_app(page: str | None = None, timeout: float = 30) -> AppTest:
@@ -290,14 +291,36 @@ def test_findings_page_shows_each_finding_and_filters_by_status(store_path):
     assert all("not checked" in c for c in cards)
 
 
+# ------------------------------------------------------------------------------------ LH*
+
+
+def test_lhstar_page_steps_through_splits_and_routes_a_request(empty_store_path):
+    at = open_app(LHSTAR)
+    assert at.title[0].value == "LH*: splits and forwarding"
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["buckets"]) > 1  # 60 keys in buckets of 4 have split the file
+    at.selectbox(key="lh_order").set_value("ascending").run()
+    at.slider(key="lh_step").set_value(5).run()  # the 5th ascending key overflows bucket 0
+    assert "split bucket 0 into 0 and 1" in texts(at)
+    assert {m.label: m.value for m in at.metric}["buckets"] == "2"
+    at.slider(key="lh_step").set_value(60).run()
+    at.number_input(key="lh_key").set_value(59).run()
+    shown = texts(at)
+    assert "sends the request to bucket 0" in shown and "forwards to bucket" in shown
+    assert "the key is home" in shown and "sends an IAM" in shown
+    at.number_input(key="lh_image_level").set_value(1).run()
+    at.number_input(key="lh_image_split").set_value(5).run()
+    assert "n' must be below 2**i' x N0 = 2" in texts(at)
+
+
 # ------------------------------------------------------------------------------ all pages
 
 
-@pytest.mark.parametrize("page", [None, PUBLISHED, RUN, COMPARE, FINDINGS])
+@pytest.mark.parametrize("page", [None, PUBLISHED, RUN, COMPARE, FINDINGS, LHSTAR])
 def test_every_page_opens_on_a_missing_store(empty_store_path, page):
     at = open_app(page)
     assert at.title
-    if page not in (None, RUN):
+    if page not in (None, RUN, LHSTAR):  # the LH* page needs no store
         assert "No results store" in at.info[0].value
     assert not empty_store_path.exists()
 

@@ -260,3 +260,46 @@ def test_figure_6_slowdown_is_reproduced_at_the_papers_configuration(tmp_path):
     by_column = {c["column"]: c for c in cells if c["metric"] == "slowdown"}
     assert 5 < by_column["page_2kb"]["reproduced"] < 15 and by_column["page_2kb"]["within_2x"]
     assert by_column["page_32kb"]["reproduced"] is None
+
+
+def test_lhstar_route_in_words_follows_lh_star():
+    """The LH* page's explanation takes the steps of minidb's file: same forwards, same home,
+    same new image, for every image a file of 40 splits passed through."""
+    import random
+
+    from minidb.sdds import FileState, Image, adjust_image, client_address, server_address
+
+    rng = random.Random(5)
+    for n0 in (1, 3):
+        history = [FileState(0, 0, n0)]
+        for _ in range(40):
+            history.append(history[-1].after_split())
+        for _ in range(300):
+            k = rng.randrange(len(history))
+            state, past = history[k], history[rng.randrange(k + 1)]
+            key = rng.randrange(10_000)
+            lines, forwards, new = explorer.lhstar_route(state.level, state.split, n0,
+                                                         past.level, past.split, key)
+            a = first = client_address(Image(past.level, past.split), key, n0)
+            hops = 0
+            while (b := server_address(a, state.bucket_level(a), key, n0)) != a:
+                a, hops = b, hops + 1
+            assert forwards == hops <= 2
+            assert f"bucket {state.address(key)} (level" in lines[-2 if hops else -1]
+            if hops:
+                image = adjust_image(Image(past.level, past.split), first,
+                                     state.bucket_level(first), n0)
+                assert new == (image.level, image.split)
+            else:
+                assert new is None
+
+
+def test_lhstar_growth_records_every_split():
+    steps = explorer.lhstar_growth(3, 1, explorer.lhstar_keys(50, "random", 2))
+    assert len(steps) == 50
+    splits = [s for s in steps if s.split_pair]
+    assert len(splits) == len(steps[-1].buckets) - 1  # every bucket past the first came from a split
+    for s in steps:
+        assert sum(len(keys) for _, keys in s.buckets.values()) == s.number  # no key lost
+    frame = explorer.lhstar_buckets_frame(splits[0], 3)
+    assert set(frame["this step"]) >= {"just split", "just made"}
