@@ -202,3 +202,17 @@ def test_ray_servers_take_the_same_steps_as_inline(ray_session):
             truth = random_workload(f, seed=11, ops=1500, clients=4, keys=800, check_every=300)
             runs[backend] = (f.state, f.messages.as_dict(), f.buckets(), truth)
     assert runs["inline"] == runs["ray"]
+
+
+@pytest.mark.slow
+def test_a_million_operations_from_many_stale_clients_never_take_a_third_forward():
+    """The issue's scale: 10**6 random inserts, lookups and deletes from 200 clients whose
+    images go stale as the file splits and merges; every operation is checked for LH*'s bound
+    (the file raises on a third forward), the file's invariants every 100,000 operations, and
+    every lookup against a dict."""
+    f = LHStarFile(capacity=20, n0=2, machines=8, merge_below=0.2)
+    truth = random_workload(f, seed=2026, ops=1_000_000, clients=200, keys=200_000,
+                            check_every=100_000)
+    assert len(f) == len(truth) and f.max_forwards_seen == MAX_FORWARDS
+    clients = sum((c.messages for c in f.clients), Messages())
+    assert clients.iams <= clients.forwards
