@@ -23,20 +23,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-try:
-    import jupytext
-    import nbformat
-    from nbclient import NotebookClient
-except ImportError as missing:  # a clear line instead of a bare collection error
-    raise ImportError(f"tests/labs needs the labs extra ({missing.name} is missing): "
-                      "pip install -e '.[dev,labs]'") from None
+from lab_notebooks import assert_in_sync, run_notebook
 
 from autograder.markers import find_blocks, has_marker_text, strip_solutions
 
@@ -47,10 +39,6 @@ NOTEBOOK = LAB / "lab1_gamma.ipynb"
 SMALL_SCALE = "0.05"
 SUBMISSIONS = {"partitioner.py": ("partitioner", "student_range_uniform"),
                "policy.py": ("buffer_policy", "student_clock")}
-
-
-def _cells(nb) -> list[tuple[str, str, list[str]]]:
-    return [(c.cell_type, c.source, sorted(c.metadata.get("tags", []))) for c in nb.cells]
 
 
 def submission_cells() -> dict[str, str]:
@@ -67,23 +55,7 @@ def load_cell(name: str) -> types.SimpleNamespace:
 
 # -- the two files ------------------------------------------------------------------------------
 def test_script_and_notebook_in_sync():
-    script = jupytext.read(SCRIPT)
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    assert _cells(script) == _cells(notebook), (
-        "labs/lab1_gamma: the .py and the .ipynb differ; run "
-        "`jupytext --sync labs/lab1_gamma/lab1_gamma.py` after editing either")
-    assert notebook.metadata["jupytext"]["formats"] == "ipynb,py:percent"
-    for i, cell in enumerate(notebook.cells):
-        if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, (
-                f"cell {i + 1} of lab1_gamma.ipynb was saved with outputs; store it clean "
-                "(jupytext --sync regenerates it from the .py)")
-
-
-def test_parameters_cell_comes_first():
-    code = [c for c in jupytext.read(SCRIPT).cells if c.cell_type == "code"]
-    assert "parameters" in code[0].metadata.get("tags", [])
-    assert "MINIDB_LAB_SCALE" in code[0].source
+    assert_in_sync(SCRIPT, NOTEBOOK)  # also: the parameters cell comes first
 
 
 # -- solution markers ---------------------------------------------------------------------------
@@ -190,27 +162,12 @@ def test_submission_files_get_full_marks_from_the_autograder(tmp_path):
 # -- the notebook, top to bottom ----------------------------------------------------------------
 def test_notebook_runs(tmp_path, monkeypatch):
     """Execute the stored notebook at a small scale; any cell error fails the test."""
-    monkeypatch.setenv("MINIDB_LAB_SCALE", SMALL_SCALE)
-    monkeypatch.setenv("MINIDB_LAB_BACKEND", "inline")
-    # keep the kernel's files out of $HOME (read-only or shared on CI machines)
-    for var in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
-        monkeypatch.setenv(var, str(tmp_path / var.lower()))
-    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(LAB)}})
-    started = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - started
-    text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
-                     for o in c.outputs if o.get("output_type") == "stream")
+    ran = run_notebook(NOTEBOOK, SMALL_SCALE, tmp_path, monkeypatch)
+    text = ran.text
     assert "part A (range-uniform partitioner): 30 / 30 on the public cases" in text
     assert "part B (Clock replacement policy): 36 / 36 on the public cases" in text
     assert "FAILED" not in text
     assert "student_clock  evicts frame 0" in text  # Clock gives frame 0 its second chance ...
     assert "lru            evicts frame 1" in text  # ... and takes it anyway; LRU would not
-    images = sum(1 for c in notebook.cells if c.cell_type == "code" for o in c.outputs
-                 if "image/png" in o.get("data", {}))
-    assert images >= 6, f"expected the lab's plots, got {images} images"
-    print(f"lab1 notebook ran in {elapsed:.1f} s at scale {SMALL_SCALE} (pid {os.getpid()})")
+    assert ran.images >= 6, f"expected the lab's plots, got {ran.images} images"
+    print(f"lab1 notebook ran in {ran.seconds:.1f} s at scale {SMALL_SCALE} (pid {os.getpid()})")

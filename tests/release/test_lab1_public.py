@@ -1,48 +1,22 @@
-"""Lab 1's public cases, graded as the grader grades them, one test per case.
-
-The grader runs in this process, as ``python -m autograder grade`` does: each part in a
-sandboxed child, with the same limits and checks, on copies of ``labs/lab1_gamma/partitioner.py``
-and ``labs/lab1_gamma/policy.py``. A failing test shows the message the grader gives (and
-Gradescope shows). A part whose file still raises ``NotImplementedYet`` is skipped: not written
-yet. The hidden cases are not here: they are scored on Gradescope, in the same categories.
-"""
+"""Lab 1's public cases, graded as the grader grades them, one test per case, on
+``labs/lab1_gamma/partitioner.py`` and ``labs/lab1_gamma/policy.py`` (see public_grading)."""
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import pytest
+from public_grading import case_ids, grade_public, judge, public_cases
 
 from autograder.assignments import module
-from autograder.grading import grade_to_file
 
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-LAB1 = module("lab1")
-PUBLIC = LAB1.assignment(include_hidden=False)
-CASES = [(part, case) for part in PUBLIC.parts for case in part.cases]
+LAB = module("lab1")
+CASES = public_cases(LAB)
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> dict[str, dict]:
-    """results.json's test of each public case, by case id."""
-    tmp = tmp_path_factory.mktemp("lab1")
-    submission = tmp / "submission"
-    submission.mkdir()
-    for part in PUBLIC.parts:
-        shutil.copyfile(ROOT / LAB1.STUDENT_DIR / part.file, submission / part.file)
-    grade_to_file("lab1", submission, tmp / "results.json", include_hidden=False,
-                  log=lambda line: None)
-    tests = json.loads((tmp / "results.json").read_text())["tests"]
-    return {t["name"].split(": ", 1)[1].split()[0]: t for t in tests}
+    return grade_public(LAB, tmp_path_factory.mktemp("lab1"))
 
 
-@pytest.mark.parametrize(("part", "case"), CASES,
-                         ids=[f"{case.id}-{case.category}" for _, case in CASES])
+@pytest.mark.parametrize(("part", "case"), CASES, ids=case_ids(CASES))
 def test_public_case(graded, part, case):
-    test = graded[case.id]
-    if test["status"] != "passed" and "NotImplementedYet" in test["output"]:
-        pytest.skip(f"part {part.key} is not written yet ({LAB1.STUDENT_DIR}/{part.file})")
-    if test["status"] != "passed":
-        pytest.fail(f"{test['name']}\n{test['output']}", pytrace=False)
+    judge(graded, LAB, part, case)

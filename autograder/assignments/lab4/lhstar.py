@@ -21,11 +21,11 @@ from __future__ import annotations
 import random
 
 from autograder.grading import Case, Malformed, Verdict
-from minidb.sdds import LHStarFile
 from minidb.sdds.addressing import (
     MAX_FORWARDS,
     FileState,
     Image,
+    LHStarAddressing,
     adjust_image,
     client_address,
     server_address,
@@ -166,19 +166,14 @@ def file_case(case_id: str, title: str, points: float, *, n0: int, capacity: int
 
 
 def reference_file(inputs: dict) -> list[list]:
-    """Every operation of the workload on a file with minidb's rules, as the harness records."""
-    f = LHStarFile(capacity=inputs["capacity"], n0=inputs["n0"], machines=inputs["machines"],
-                   split=inputs["split"], merge_below=inputs["merge_below"],
-                   merge_threshold=inputs["merge_threshold"], hashed=False)
-    out = []
-    for name, op, key in inputs["ops"]:
-        client = f.client(name)
-        before = client.messages.requests
-        r = client.request(op, key, key * 10 + 1 if op == "insert" else None)
-        out.append([r.first, r.home, r.forwards, bool(r.found),
-                    r.value if isinstance(r.value, int) else None,
-                    client.image.level, client.image.split, client.messages.requests - before])
-    return out
+    """Every operation of the workload on a file with minidb's rules, recorded by the harness's
+    own ``run_file`` (the same code that records the submission, in the child)."""
+    from autograder.assignments.lab4.harness import run_file
+
+    done = run_file(LHStarAddressing, inputs)
+    if done["error"]:
+        raise RuntimeError(f"minidb's own LH* rules failed the workload: {done['error']}")
+    return done["ops"]
 
 
 FIELDS = ("sent to bucket", "ended at bucket", "forwards", "found", "value", "image i'",
