@@ -58,45 +58,53 @@ def main() -> None:
     args = parser.parse_args()
     if args.ops < 1 or args.ray_ops < 1:
         parser.error("--ops and --ray-ops must be positive")
+    report(args.ops, args.ray_ops, not args.no_ray)
 
-    print(f"1. Throughput: {args.ops:,} inserts then {args.ops:,} lookups by a fresh client "
-          f"(Ray: {args.ray_ops:,} each), bucket capacity 100")
+
+def report(ops: int, ray_ops: int, ray: bool) -> None:
+    """Measure and print the three tables."""
+    print(f"1. Throughput: {ops:,} inserts then {ops:,} lookups by a fresh client "
+          f"(Ray: {ray_ops:,} each), bucket capacity 100")
     print(f"{'backend':8} {'machines':>8} {'buckets':>8} {'inserts/s':>10} {'lookups/s':>10} "
           f"{'ms per server call':>19}")
-    backends = ["inline"] + ([] if args.no_ray else ["ray"])
     last = None
-    for backend in backends:
+    for backend in ["inline"] + (["ray"] if ray else []):
+        started_ray = False
         if backend == "ray":
+            import ray as ray_module
+
             from minidb.cluster.backends import start_ray
 
-            start_ray(num_cpus=2)
-        n = args.ops if backend == "inline" else args.ray_ops
-        for machines in (1, 2, 4, 8):
-            r = load_and_look_up(machines, n, backend)
-            print(f"{backend:8} {machines:>8} {r['buckets']:>8} {n / r['insert_s']:>10,.0f} "
-                  f"{n / r['lookup_s']:>10,.0f} {r['ms_per_call']:>19.3f}")
-            if backend == "inline" and machines == 8:
-                last = r
-    if "ray" in backends:
-        import ray
+            started_ray = not ray_module.is_initialized()
+            if started_ray:
+                start_ray(num_cpus=2)
+        n = ops if backend == "inline" else ray_ops
+        try:
+            for machines in (1, 2, 4, 8):
+                r = load_and_look_up(machines, n, backend)
+                print(f"{backend:8} {machines:>8} {r['buckets']:>8} {n / r['insert_s']:>10,.0f} "
+                      f"{n / r['lookup_s']:>10,.0f} {r['ms_per_call']:>19.3f}")
+                if backend == "inline" and machines == 8:
+                    last = r
+        finally:
+            if started_ray:
+                ray_module.shutdown()
 
-        ray.shutdown()
-
-    m, scale = last["messages"], 1e6 / (2 * args.ops)
+    m, scale = last["messages"], 1e6 / (2 * ops)
     print(f"\n2. Messages per 10^6 operations (half inserts, half lookups; 8 machines, "
           f"{last['buckets']} buckets)")
     for name, value in m.as_dict().items():
         if value:
             print(f"  {name:12} {value * scale:>12,.0f}")
     w, r = last["loader"], last["reader"]
-    print(f"  per insert (request + forwards): {(w.requests + w.forwards) / args.ops:.4f}; "
+    print(f"  per insert (request + forwards): {(w.requests + w.forwards) / ops:.4f}; "
           f"per lookup by a fresh client (request + forwards + reply): "
-          f"{(r.requests + r.forwards + r.replies) / args.ops:.4f}; the paper: about 1 and 2")
+          f"{(r.requests + r.forwards + r.replies) / ops:.4f}; the paper: about 1 and 2")
     print(f"  the fresh client was forwarded {r.forwards} times and got {r.iams} IAMs in "
-          f"{args.ops:,} lookups")
+          f"{ops:,} lookups")
 
     print("\n3. Load factor averaged over the growth (capacity 100, threshold 0.9)")
-    loads = {s: average_load(s, args.ops) for s in ("uncontrolled", "controlled")}
+    loads = {s: average_load(s, ops) for s in ("uncontrolled", "controlled")}
     for s, v in loads.items():
         print(f"  {s:12} {v:.3f}")
     print(f"  controlled / uncontrolled: {loads['controlled'] / loads['uncontrolled']:.2f}x")

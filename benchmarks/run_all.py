@@ -13,8 +13,9 @@ subprocess; ``--skip-load`` leaves it out). Last, ``bench_exchange.py``'s tables
 alone (MB/s per node), the parallel engine on one inline node against the single-node engine, and
 a repartitioning phase on two nodes inline and on Ray, and the median wall time of a trivial
 statement on 8 nodes, inline and on Ray (``--skip-parallel`` leaves them out,
-``--no-ray`` only Ray). Wall times on a shared machine vary from run to run; compare ratios
-measured in the same run.
+``--no-ray`` only Ray). Then ``bench_lhstar.py``'s tables: LH* operations per second inline and
+on Ray, messages per 10^6 operations, load factors (``--skip-lhstar`` leaves them out). Wall
+times on a shared machine vary from run to run; compare ratios measured in the same run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_exchange as exchange  # noqa: E402
+import bench_lhstar as lhstar  # noqa: E402
 from bench_load import report as load_report  # noqa: E402
 from bench_vs_duckdb import measure  # noqa: E402
 
@@ -69,6 +71,7 @@ def main() -> None:
     parser.add_argument("--skip-parallel", action="store_true",
                         help="leave out the parallel engine's tables (exchange, overhead, Ray)")
     parser.add_argument("--no-ray", action="store_true", help="leave out the Ray measurement")
+    parser.add_argument("--skip-lhstar", action="store_true", help="leave out the LH* tables")
     args = parser.parse_args()
 
     env = environment()
@@ -94,6 +97,9 @@ def main() -> None:
         print()
         exchange.print_tables(exchange.measure(args.rows, args.repeat, not args.no_ray,
                                                log=lambda line: print(line, file=sys.stderr)))
+    if not args.skip_lhstar:
+        print()
+        lhstar.report(ops=100_000, ray_ops=5_000, ray=not args.no_ray)
 
 
 if __name__ == "__main__":

@@ -192,6 +192,11 @@ def test_bad_parameters_and_keys_are_clear_errors():
         f.client().insert("seven", 7)
     with pytest.raises(LHStarError, match=">= 0"):
         LHStarFile(hashed=False).client().insert(-1, 0)
+    f.close()
+    with pytest.raises(LHStarError, match="closed"):
+        f.client().insert(1, 1)
+    with pytest.raises(LHStarError, match="operation"):
+        LHStarFile().client().request("upsert", 1)
 
 
 @pytest.mark.ray

@@ -116,6 +116,10 @@ def test_a_semijoin_of_co_located_files_moves_nothing():
     assert rows(r2.pairs()) == rows(r.pairs())
     with pytest.raises(LHStarError, match="same machines"):
         LHStarFile(machines=2, co_locate_with=a)
+    b.close()  # a closed file leaves the group: a keeps splitting alone
+    op.load(a, op.bat(np.arange(1, 3001, 2), np.arange(1500)))
+    a.check()
+    assert a.state != b.state
 
 
 def test_mistakes_are_clear_errors(data):

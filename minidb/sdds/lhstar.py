@@ -242,6 +242,8 @@ class LHStarFile:
         return ray.remote(num_cpus=0)(BucketHost).remote(*args)
 
     def _call_machine(self, machine: int, method: str, *args):
+        if not self._hosts:
+            raise LHStarError("this LH* file is closed")
         host = self._hosts[machine]
         if self.backend == "inline":
             return getattr(host, method)(*args)
@@ -260,7 +262,11 @@ class LHStarFile:
         return self._call_machine(machine_of(address, self.machines), method, *args)
 
     def close(self) -> None:
-        """Stop the server actors (nothing to do inline)."""
+        """Stop the server actors (nothing to do inline); a co-located file splits on without
+        this one."""
+        if self in self._group.files:
+            self._group.files.remove(self)
+            self._group = _SplitGroup(self.state, [self])  # its own state from now on
         if self.backend == "ray":
             import ray
 
