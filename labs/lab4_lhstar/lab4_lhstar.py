@@ -35,7 +35,8 @@
 # 5. run select and join over an LH\* file and see which strategy each picks;
 # 6. (assignment) write the three addressing rules yourself and run whole files on them.
 #
-# The rules themselves are in `docs/facts.md` ("LH*"); read them with this notebook open.
+# The rules themselves are in `docs/facts.md` ("LH*"); read them with this notebook open. The
+# lecture notes are `lectures/lecture4_lhstar/lecture4_lhstar.md`.
 
 # %% [markdown]
 # ## Parameters
