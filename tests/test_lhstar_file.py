@@ -144,6 +144,21 @@ def test_deletes_merge_the_file_back_and_a_client_ahead_of_it_still_finds_keys()
     assert sorted(f.select()) == [(k, k) for k in range(3950, 4000)]
 
 
+def test_check_catches_a_misplaced_record_and_a_bucket_on_the_wrong_machine():
+    f = LHStarFile(capacity=4, machines=3, hashed=False)
+    f.insert_many((k, k) for k in range(40))
+    f.check()
+    host = f._hosts[0]
+    stray = next(k for k in range(40) if f.state.address(k) != 0)
+    host.buckets[0].records[stray] = stray  # a record outside its home
+    with pytest.raises(LHStarInvariantError, match=f"key {stray} is in bucket 0"):
+        f.check()
+    del host.buckets[0].records[stray]
+    f._hosts[1].buckets[0] = host.buckets.pop(0)  # bucket 0 moved to the wrong machine
+    with pytest.raises(LHStarInvariantError, match="on machine 1"):
+        f.check()
+
+
 def test_select_gathers_every_bucket_and_counts_a_request_and_reply_per_bucket():
     f = LHStarFile(capacity=10, machines=3)
     f.insert_many((k, k % 7) for k in range(1000))

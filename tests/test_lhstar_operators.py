@@ -9,7 +9,7 @@ import pytest
 
 from minidb.sdds import LHStarError, LHStarFile
 from minidb.sdds import operators as op
-from minidb.sdds.servers import PAIR, pseudokey
+from minidb.sdds.servers import pseudokey
 
 
 def make_sdds(n: int, seed: int, tails: int, machines: int = 3, capacity: int = 40,
@@ -122,6 +122,18 @@ def test_a_semijoin_of_co_located_files_moves_nothing():
     assert a.state != b.state
 
 
+def test_empty_inputs_give_empty_results_as_duckdb_does(data):
+    big, pairs = data[0], data[1]
+    none = op.bat([], [])
+    empty = LHStarFile(capacity=10, machines=2)
+    assert len(op.select(empty, 0, 10**9)) == 0
+    assert len(op.join(big, none)) == len(op.join(none, big)) == 0
+    assert len(op.join(empty, data[2])) == len(op.semijoin(big, none)) == 0
+    assert len(op.join(big, empty)) == len(op.semijoin(big, empty)) == 0
+    expected = duck("SELECT head, tail FROM t WHERE tail BETWEEN 5 AND 4", t=pairs)
+    assert expected == [] and len(op.select(big, 5, 4)) == 0  # an empty range
+
+
 def test_mistakes_are_clear_errors(data):
     big, t5 = data[0], data[2]
     with pytest.raises(LHStarError, match="at least one SDDS"):
@@ -130,6 +142,10 @@ def test_mistakes_are_clear_errors(data):
         op.join(big, [1, 2, 3])
     with pytest.raises(LHStarError, match="same length"):
         op.bat([1, 2], [3])
+    with pytest.raises(LHStarError, match="integer pairs; its tails are float64"):
+        op.bat([1, 2], [3.5, 4.0])  # never truncated to 3
+    with pytest.raises(LHStarError, match="must be distinct"):
+        op.load(LHStarFile(), op.bat([1, 1], [2, 3]))
     words = LHStarFile()
     words.client().insert(1, "one")
     with pytest.raises(TypeError, match="integer pairs"):
@@ -150,4 +166,3 @@ def test_operators_give_the_same_results_and_counts_on_ray(ray_session):
         finally:
             big.close()
     assert out["inline"] == out["ray"]
-    assert PAIR.itemsize == 16

@@ -292,6 +292,9 @@ class LHStarFile:
         return list(self._clients.values())
 
     def _operate(self, client: Client, op: str, key: int, value: object = None) -> Operation:
+        """One request as LH* runs it: the client addresses a bucket from its image, servers
+        forward it (at most twice), the first server's IAM adjusts the image, and an overflow
+        or underflow is reported to the coordinator. Every message is counted."""
         try:
             c = pseudokey(key, self.hashed)
         except (TypeError, ValueError) as err:
@@ -432,6 +435,12 @@ class LHStarFile:
         """Raise ``LHStarInvariantError`` unless the file is as LH* says it must be: buckets
         ``0 .. 2**i x N0 + n - 1`` exist, each at the level the file state gives it, each on its
         machine, and each record in the bucket its key hashes to (so no key is in two)."""
+        for machine in range(self.machines):
+            strays = [a for a in self._call_machine(machine, "sizes")
+                      if machine_of(a, self.machines) != machine]
+            if strays:
+                raise LHStarInvariantError(f"buckets {strays} are on machine {machine}; the "
+                                           "mapping puts them elsewhere")
         buckets = self.buckets()
         expected = list(range(self.state.buckets))
         if list(buckets) != expected:

@@ -91,7 +91,7 @@ class Result:
     work: Work
 
     def pairs(self) -> np.ndarray:
-        """The whole result as one pair array (gathering it costs nothing here: a view)."""
+        """The whole result as one pair array (a reader's view: no messages are counted)."""
         parts = [f for f in self.fragments.values() if len(f)]
         return np.concatenate(parts) if parts else np.empty(0, dtype=PAIR)
 
@@ -106,16 +106,25 @@ class Result:
 
 def bat(heads, tails) -> np.ndarray:
     """A main-memory binary table at the front node, from two integer sequences."""
-    heads, tails = np.asarray(heads, dtype=np.int64), np.asarray(tails, dtype=np.int64)
+    heads, tails = np.asarray(heads), np.asarray(tails)
     if heads.shape != tails.shape or heads.ndim != 1:
         raise LHStarError("a BAT needs two one-dimensional sequences of the same length")
+    for name, column in (("heads", heads), ("tails", tails)):
+        if len(column) and column.dtype.kind not in "iu":
+            raise LHStarError(f"a BAT holds integer pairs; its {name} are {column.dtype} "
+                              "(round or convert them first: nothing is truncated silently)")
     out = np.empty(len(heads), dtype=PAIR)
     out["head"], out["tail"] = heads, tails
     return out
 
 
 def load(file: LHStarFile, pairs: np.ndarray, client: str = "loader") -> LHStarFile:
-    """Insert every (head, tail) of ``pairs`` into ``file`` (heads are the LH* keys)."""
+    """Insert every (head, tail) of ``pairs`` into ``file``. The heads are the file's keys, so
+    they must be distinct (a repeated head would silently replace the pair before it)."""
+    _check_bat(pairs, "the pairs to load")
+    if len(np.unique(pairs["head"])) != len(pairs):
+        raise LHStarError("the heads of an SDDS are its keys and must be distinct; these "
+                          "repeat some")
     c = file.client(client)
     for head, tail in zip(pairs["head"].tolist(), pairs["tail"].tolist(), strict=True):
         c.insert(head, tail)
@@ -182,7 +191,7 @@ def _check_bat(x: object, what: str) -> np.ndarray:
 
 
 def _choose(operator: str, alternatives: dict[str, int]) -> Plan:
-    chosen = min(alternatives, key=lambda k: (alternatives[k], list(alternatives).index(k)))
+    chosen = min(alternatives, key=alternatives.get)  # the first listed wins a tie
     others = ", ".join(f"{k} {v:,}" for k, v in alternatives.items() if k != chosen)
     return Plan(operator, alternatives, chosen,
                 f"moves the fewest bytes: {alternatives[chosen]:,}" +
