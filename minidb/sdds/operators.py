@@ -190,7 +190,14 @@ def _check_bat(x: object, what: str) -> np.ndarray:
     return x
 
 
-def _choose(operator: str, alternatives: dict[str, int]) -> Plan:
+def _choose(operator: str, alternatives: dict[str, int], strategy: str | None = None) -> Plan:
+    if strategy is not None:
+        imposed = [a for a in alternatives if a.startswith(strategy)]
+        if not imposed:
+            names = ", ".join(repr(a.split()[0]) for a in alternatives)
+            raise LHStarError(f"{operator} has no strategy {strategy!r}; choose one of {names}")
+        return Plan(operator, alternatives, imposed[0],
+                    f"imposed by the caller; it moves {alternatives[imposed[0]]:,} bytes")
     chosen = min(alternatives, key=alternatives.get)  # the first listed wins a tie
     others = ", ".join(f"{k} {v:,}" for k, v in alternatives.items() if k != chosen)
     return Plan(operator, alternatives, chosen,
@@ -216,25 +223,30 @@ def select(sdds: LHStarFile, low: int, high: int, gather: bool = False) -> Resul
     return Result(fragments, True, plan, work)
 
 
-def join(left, right) -> Result:
+def join(left, right, strategy: str | None = None) -> Result:
     """``{(a, d) | (a, b) in left, (c, d) in right, b = c}`` where either side, or both, is an
-    SDDS (an ``LHStarFile`` of integer pairs) or a BAT (``bat(...)``)."""
+    SDDS (an ``LHStarFile`` of integer pairs) or a BAT (``bat(...)``).
+
+    The operator chooses how to move the data by itself (live optimization); ``strategy``
+    ("broadcast", "hash-partition", "redistribute" or "materialize") imposes one instead, as
+    the LH* paper's Section 5 experiments did ("all other data is broadcasted to all nodes").
+    ``explain()`` then says the strategy was imposed."""
     left_sdds, right_sdds = isinstance(left, LHStarFile), isinstance(right, LHStarFile)
     if left_sdds and not right_sdds:
-        return _join_sdds_bat(left, _check_bat(right, "join's right side"))
+        return _join_sdds_bat(left, _check_bat(right, "join's right side"), strategy)
     if right_sdds and not left_sdds:
-        return _join_bat_sdds(_check_bat(left, "join's left side"), right)
+        return _join_bat_sdds(_check_bat(left, "join's left side"), right, strategy)
     if left_sdds and right_sdds:
-        return _join_sdds_sdds(left, right)
+        return _join_sdds_sdds(left, right, strategy)
     raise LHStarError("join needs at least one SDDS; join two BATs with numpy or DuckDB")
 
 
-def _join_sdds_bat(sdds: LHStarFile, table: np.ndarray) -> Result:
+def _join_sdds_bat(sdds: LHStarFile, table: np.ndarray, strategy: str | None = None) -> Result:
     work = Work()
     sizes = _sizes(sdds, work)
     plan = _choose("join(SDDS, BAT)", {
         "broadcast the BAT to every server machine": len(table) * PAIR_BYTES * sdds.machines,
-        "materialize the SDDS at the front": sum(sizes.values()) * PAIR_BYTES})
+        "materialize the SDDS at the front": sum(sizes.values()) * PAIR_BYTES}, strategy)
     if plan.chosen.startswith("broadcast"):
         for _ in range(sdds.machines):
             work.ship(len(table))
@@ -245,14 +257,20 @@ def _join_sdds_bat(sdds: LHStarFile, table: np.ndarray) -> Result:
     return Result({-1: equi_join(whole, "tail", table, "head")}, False, plan, work)
 
 
-def _join_bat_sdds(table: np.ndarray, sdds: LHStarFile) -> Result:
+def _join_bat_sdds(table: np.ndarray, sdds: LHStarFile, strategy: str | None = None) -> Result:
     work = Work()
     sizes = _sizes(sdds, work)
     plan = _choose("join(BAT, SDDS)", {
         "hash-partition the BAT onto the SDDS's buckets": len(table) * PAIR_BYTES,
-        "materialize the SDDS at the front": sum(sizes.values()) * PAIR_BYTES})
+        "broadcast the BAT to every server machine": len(table) * PAIR_BYTES * sdds.machines,
+        "materialize the SDDS at the front": sum(sizes.values()) * PAIR_BYTES}, strategy)
     if plan.chosen.startswith("hash"):
         return _redistribute_onto(table, sdds, work, plan)
+    if plan.chosen.startswith("broadcast"):
+        for _ in range(sdds.machines):
+            work.ship(len(table))
+        fragments = _each_machine(sdds, "probe_heads", work, args=(table,))
+        return Result(fragments, True, plan, work)
     whole = _materialize(sdds, work)
     work.scanned[-1] += len(whole) + len(table)
     return Result({-1: equi_join(table, "tail", whole, "head")}, False, plan, work)
@@ -270,7 +288,7 @@ def _redistribute_onto(rows: np.ndarray, sdds: LHStarFile, work: Work, plan: Pla
     return Result(fragments, True, plan, work)
 
 
-def _join_sdds_sdds(left: LHStarFile, right: LHStarFile) -> Result:
+def _join_sdds_sdds(left: LHStarFile, right: LHStarFile, strategy: str | None = None) -> Result:
     work = Work()
     left_size = sum(_sizes(left, work).values())
     right_size = sum(_sizes(right, work).values())
@@ -278,7 +296,7 @@ def _join_sdds_sdds(left: LHStarFile, right: LHStarFile) -> Result:
         "redistribute the left SDDS onto the right one's buckets": left_size * PAIR_BYTES,
         "broadcast the right SDDS to the left one's machines":
             right_size * PAIR_BYTES * left.machines,
-        "materialize both at the front": (left_size + right_size) * PAIR_BYTES})
+        "materialize both at the front": (left_size + right_size) * PAIR_BYTES}, strategy)
     if plan.chosen.startswith("redistribute"):
         rows = np.concatenate([p for m in range(left.machines)
                                for p in left._call_machine(m, "pairs").values()]

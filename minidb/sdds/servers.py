@@ -192,6 +192,28 @@ class BucketHost:
             out[a] = equi_join(rows, "tail", p, "head")
         return out, scanned
 
+    def probe_heads(self, bat: np.ndarray) -> tuple[dict[int, np.ndarray], int]:
+        """join(BAT, this SDDS) with the whole BAT broadcast here: each BAT row (a, b) is looked
+        up by key b in the local buckets, giving (a, d) for the local (b, d); the entries
+        looked at are the BAT's rows (one key look-up each)."""
+        local = {a: as_pairs(b.records) for a, b in self.buckets.items()}
+        out = {a: np.empty(0, dtype=PAIR) for a in local}
+        if not local or not len(bat):
+            return out, len(bat)
+        heads = np.concatenate([p["head"] for p in local.values()])
+        owner = np.concatenate([np.full(len(p), a, dtype=np.int64) for a, p in local.items()])
+        both = np.concatenate(list(local.values()))
+        hit = np.isin(bat["tail"], heads)
+        rows = bat[hit]
+        position = {int(k): i for i, k in enumerate(heads.tolist())}
+        at = np.fromiter((position[int(k)] for k in rows["tail"]), dtype=np.int64,
+                         count=len(rows))
+        joined = np.empty(len(rows), dtype=PAIR)
+        joined["head"], joined["tail"] = rows["head"], both["tail"][at]
+        for a in local:
+            out[a] = joined[owner[at] == a]
+        return out, len(bat)
+
     def semijoin_heads(self, heads: dict[int, np.ndarray]) -> tuple[dict[int, np.ndarray], int]:
         """semijoin(this SDDS, X) on every bucket: the local pairs whose head is in ``heads``
         (the heads of X that were routed to this bucket)."""
