@@ -64,3 +64,4 @@ def _load_builtins() -> None:
     import minidb.cost  # noqa: F401  (registers the hardware profiles)
     import minidb.parallel.partitioners  # noqa: F401  (registers the partitioners)
     import minidb.sdds.addressing  # noqa: F401  (registers LH*'s addressing rules)
+    import minidb.sdds.table  # noqa: F401  (registers the lh_star partitioner)

@@ -375,7 +375,7 @@ def test_a_partitioner_instance_is_returned_as_is(wisc):
 
 SPEC_ERRORS = [
     ("zigzag(unique1)", 4, UnknownPluginError,
-     "unknown partitioner 'zigzag'; choose one of: hash, predicates, range, range_uniform, round_robin"),
+     "unknown partitioner 'zigzag'; choose one of: hash, lh_star, predicates, range, range_uniform, round_robin"),
     ("hash(nope)", 4, UnknownColumnError, "no column 'nope'; its columns are: unique1"),
     ("range_uniform(Unique9)", 4, UnknownColumnError, "no column 'Unique9'"),
     ("hash(unique1", 4, PartitioningError, "malformed partitioning 'hash(unique1'"),

@@ -847,7 +847,7 @@ class _Run:
         """Select on the disk nodes and send each result tuple through a split table (round-robin
         unless ``partition`` says otherwise) to the store operator of its disk node, which writes
         it into its fragment of the new relation ``name``. Returns the tuple count, or None when
-        the partitioning needs to see the data before routing (range_uniform)."""
+        the partitioning needs to see the data before routing (range_uniform, lh_star)."""
         pdb = self.pdb
         ref = q.refs[0]
         targets = self._targets(ref)
@@ -857,6 +857,8 @@ class _Run:
         layout = Schema([c for c in self.dry(spec).schema.columns if c.name != RID])
         local = isinstance(partition, str) and partition.strip().lower() == "local"
         p = parse_partitioning("round_robin" if local else partition, layout, len(pdb.disk))
+        if type(p).grow is not Partitioner.grow:
+            return None  # it grows with the data (lh_star): store through the host
         try:
             p.fit(None, len(pdb.disk))
         except MinidbError:
@@ -1387,8 +1389,19 @@ class _Run:
         p = self.pdb.schemes[table.name.lower()]
         if isinstance(p, RangeUniform) and p.boundaries is None and len(st.records):
             p.fit(st.records, len(self.pdb.disk))  # created empty: the first rows choose them
-        parts = p.partition(st.records)
         disk = self.pdb.disk
+        sources = [disk[i] for i in p.grow(st.records)]
+        if sources:  # the table's placement changed (LH* splits): move the rows it moved
+            x = self.exchange("rehome")
+            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": sources,
+                                        "schema": table.schema},
+                    "sink": {"kind": "hold", "key": x}}
+            self.phase("rehome", [(n, "run", (hold,)) for n in disk]
+                       + [(n, "rehome", (table.name, p, disk, x)) for n in sources],
+                       texts=[f"rows of the buckets {p.describe()} split move from nodes "
+                              f"{sources} to their new nodes"])
+            self.phase("insert moved tuples", [(n, "insert_held", (x, table.name)) for n in disk])
+        parts = p.partition(st.records)
         out = self.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))

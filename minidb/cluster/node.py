@@ -400,6 +400,31 @@ class Node:
             self._count_split(split)
         return len(records)
 
+    def rehome(self, table: str, partitioner, consumers: list[int], exchange_id: str) -> int:
+        """Send away the tuples of this fragment that ``partitioner`` now routes to another node
+        (``consumers[route(tuple)]``): after LH* splits (``minidb.sdds.table``), the rows of a
+        bucket that moved to another node. Returns how many left."""
+        t = self.db.catalog.get(table)
+        spec = {"source": {"kind": "scan", "table": table, "filters": [], "with_rids": True},
+                "hint": None}
+        scan = Materialize(build_tree(self.db, spec, None))
+        found = scan.collect()
+        self._count_tree(scan)
+        rids, records = new_records(t, found, {})
+        leave = np.zeros(len(records), dtype=bool)
+        if len(records):
+            leave = np.asarray(consumers)[partitioner.route(records)] != self.node_id
+        if leave.any():
+            t.delete(rids[leave])
+        self.db.checkpoint()
+        self._count_index_changes(t, int(leave.sum()))
+        split = SplitTable(ArrayScan(t.schema, records[leave]), self.node_id, exchange_id,
+                           "partition", consumers, partitioner, self._send,
+                           self._wait, self._local, self.packet_bytes, self._flush_bytes())
+        split.run()
+        self._count_split(split)
+        return int(leave.sum())
+
     # -- counters -------------------------------------------------------------------------------
     def _reset_work(self) -> None:
         self._work = dict.fromkeys(WORK_FIELDS + EXTRA_FIELDS, 0)

@@ -42,7 +42,6 @@ import numpy as np
 from minidb.cost.profiles import get_profile
 from minidb.cost.sdds_model import (
     ENTRY_BYTES,
-    QUERIES,
     NodeWork,
     QueryTime,
     QueryWork,

@@ -136,6 +136,12 @@ class Partitioner:
         """
         return None
 
+    def grow(self, batch: np.ndarray) -> list[int]:
+        """Admit the rows of an INSERT before they are routed. A partitioner whose placement
+        changes as a table grows (``lh_star``, ``minidb.sdds.table``) returns the nodes whose
+        stored rows may now belong elsewhere; the caller moves them. Static ones return []."""
+        return []
+
     def for_producer(self, producer: int) -> Partitioner:
         """The copy a split table on node ``producer`` routes with: its own state, so that
         several producers (threads or processes) never share a turn or a cursor."""
