@@ -43,5 +43,7 @@ def test_notebook_runs(tmp_path, monkeypatch):
     assert "caught: bucket" in text and "which does not exist" in text
     assert "3000 of 3000 operations as LH* does them" in text  # the lab's own file is right
     assert "join(SDDS, BAT): broadcast the BAT" in text and "materialize the SDDS" in text
-    assert ran.images >= 2, f"expected the lab's plots, got {ran.images} images"
+    assert "PASS  lhstar.knee_between_40_and_48mb" in text  # Part G: Section 5 on the rules
+    assert "PASS  lhstar.remote_joins_lose" in text
+    assert ran.images >= 3, f"expected the lab's plots, got {ran.images} images"
     print(f"lab4 notebook ran in {ran.seconds:.1f} s")
