@@ -8,7 +8,8 @@ Three tables, all measured in this one run:
 1. **Throughput.** One client inserts ``ops`` keys into a new file, then a second client with a
    fresh image (0, 0) looks each one up, on 1, 2, 4 and 8 machines. Inline, the servers are
    objects in this process, so the rate is the cost of LH*'s own logic; on Ray each message to
-   a server is an actor call, and the table gives the wall time per message beside it.
+   a server is an actor call, and the table gives the wall time per message beside it, then
+   both beside the modeled cost of one message on the paper's SGI O2 (``sgi_o2`` profile).
 2. **Messages per 10^6 operations** (from ``ops`` inserts and as many lookups, scaled): requests,
    forwards, IAMs, replies and the coordinator's split traffic, with the paper's expectation
    of about one message per insert and two per lookup (Section 2).
@@ -67,7 +68,7 @@ def report(ops: int, ray_ops: int, ray: bool) -> None:
           f"(Ray: {ray_ops:,} each), bucket capacity 100")
     print(f"{'backend':8} {'machines':>8} {'buckets':>8} {'inserts/s':>10} {'lookups/s':>10} "
           f"{'ms per server call':>19}")
-    last = None
+    last, per_call = None, {}
     for backend in ["inline"] + (["ray"] if ray else []):
         started_ray = False
         if backend == "ray":
@@ -84,11 +85,22 @@ def report(ops: int, ray_ops: int, ray: bool) -> None:
                 r = load_and_look_up(machines, n, backend)
                 print(f"{backend:8} {machines:>8} {r['buckets']:>8} {n / r['insert_s']:>10,.0f} "
                       f"{n / r['lookup_s']:>10,.0f} {r['ms_per_call']:>19.3f}")
+                per_call.setdefault(backend, []).append(r["ms_per_call"])
                 if backend == "inline" and machines == 8:
                     last = r
         finally:
             if started_ray:
                 ray_module.shutdown()
+
+    from minidb.cost.profiles import get_profile
+
+    modeled = get_profile("sgi_o2").control_message_ms
+    print(f"  modeled: one small message on the paper's SGI O2 (sgi_o2 control_message_ms) "
+          f"{modeled:.3f} ms")
+    for backend, calls in per_call.items():
+        mean = sum(calls) / len(calls)
+        print(f"  measured here, {backend}: {mean:.3f} ms per server call, "
+              f"{mean / modeled:.2f}x the modeled O2 message")
 
     m, scale = last["messages"], 1e6 / (2 * ops)
     print(f"\n2. Messages per 10^6 operations (half inserts, half lookups; 8 machines, "

@@ -6,7 +6,9 @@
 Every number drawn comes from an LH* file of ``minidb.sdds`` (message and record counts, no
 clock): how the file and its load factor grow under both split policies, how many forwards a
 request from a stale image takes and how fast a new client's image converges, and how many
-bytes each strategy of ``join(SDDS, BAT)`` would move as the servers get more numerous. The
+bytes each strategy of ``join(SDDS, BAT)`` would move as the servers get more numerous; and
+the paper's Section 5.1 on minidb's modeled SGI O2 (``lhstar.partition_size`` at 1% of the
+paper's sizes, the one figure with a clock: counted work priced by the ``sgi_o2`` profile). The
 PNGs are small (100 dpi) so they can be committed.
 """
 
@@ -30,7 +32,7 @@ from minidb.sdds import operators as op  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DPI = 100
-FIGURES = ("growth.png", "forwards.png", "operators.png")
+FIGURES = ("growth.png", "forwards.png", "operators.png", "section51.png")
 
 
 def growth(records: int, out: Path) -> None:
@@ -135,6 +137,37 @@ def operators(records: int, out: Path) -> None:
         print(f"{m:>2} machines: {c}")
 
 
+def section51(out: Path) -> None:
+    """Section 5.1: one node, a growing file; minidb's modeled times beside the paper's."""
+    from minidb.experiments.registry import run_experiment
+    from minidb.results.reference import load_reference
+
+    rows = run_experiment("lhstar.partition_size", scale=0.01)
+    table = "Section 5.1 (table 1 of 2)"
+    model = {(r["row"], r["column"]): r["value"] for r in rows
+             if r["reference"] == table and r["metric"] == "elapsed"}
+    paper = {(c["row"], c["column"]): c["value"] for c in load_reference("lhstar").to_pylist()
+             if c["reference"] == table and c["metric"] == "elapsed"}
+    sizes = list(range(1, 12))
+    fig, ax = plt.subplots(figsize=(5.5, 3.3))
+    for query, marker in (("select_1_10", "o"), ("join_big_t5", "s"), ("join_t5_big", "^")):
+        line, = ax.plot([8 * m for m in sizes],
+                        [model[(f"entries_{m}m", query)] / 1e3 for m in sizes],
+                        marker=marker, label=f"minidb {query}")
+        ax.plot([8 * m for m in sizes], [paper[(f"entries_{m}m", query)] / 1e3 for m in sizes],
+                marker=marker, linestyle=":", color=line.get_color(), alpha=0.6,
+                label=f"paper {query}")
+    ax.axvline(40, color="grey", linewidth=0.8)
+    ax.set(xlabel="file size on one 64 MB node (MB)", ylabel="seconds",
+           title="Section 5.1: modeled SGI O2 (solid) and the paper (dotted)")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "section51.png", dpi=DPI)
+    plt.close(fig)
+    jump = (model[("entries_6m", "select_1_10")] / 6) / (model[("entries_5m", "select_1_10")] / 5)
+    print(f"select(1,10) per entry from 40 to 48 MB: x{jump:.1f} (the paper: x5.6)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=20_000, help="records per file")
@@ -146,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     growth(args.records, args.out)
     forwards(args.records, args.out)
     operators(args.records, args.out)
+    section51(args.out)
     print(f"wrote {', '.join(FIGURES)} to {args.out}")
     return 0
 

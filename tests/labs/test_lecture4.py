@@ -41,7 +41,7 @@ def test_links_resolve_and_reach_the_engine():
 
 def test_images_are_committed_and_drawn_by_the_script():
     images = {t for t in local_links() if t.endswith(".png")}
-    assert len(images) == 3
+    assert len(images) == 4
     drawn = set(make_figures().FIGURES)
     for image in images:
         path = LECTURE_DIR / image
@@ -60,6 +60,7 @@ def test_figure_script_runs_at_small_scale(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert printed.count("never 3") == 3  # the two-forward bound, for every kind of image
     assert "16 machines: materialize the SDDS at the front" in printed
+    assert "select(1,10) per entry from 40 to 48 MB: x4.5 (the paper: x5.6)" in printed
 
 
 def test_every_question_has_an_answer():
