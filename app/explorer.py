@@ -192,6 +192,14 @@ PARAMETER_HELP = {
     "backend": "inline (one process) or ray (one actor per node); same counters either way",
     "seed": "seed of the data generator",
     "similar": "scale the fixed startup costs with the data (see minidb.experiments.tandem)",
+    "millions": "LH* file sizes in millions of entries at scale 1.0 (8 MB per million)",
+    "fixed_nodes": "server nodes of the LH* paper's growing-file experiment (its 8)",
+    "per_node_millions": "millions of entries per node in the constant-load experiment",
+    "ratio_nodes": "node counts of the constant-load experiment (one configuration each)",
+    "operations": "LH* inserts and lookups by the stale clients",
+    "clients": "LH* clients, each with its own image",
+    "servers": "LH* server machines the buckets are mapped to",
+    "addressing": "LH* addressing rules the files run (minidb's, or a student's from Lab 4)",
 }
 
 PAGE_SIZE_CHOICES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -318,6 +326,8 @@ def _choices(name: str) -> tuple | None:
         return tuple(plugins.names("buffer_policy"))
     if name == "backend":
         return BACKENDS
+    if name == "addressing":
+        return tuple(plugins.names("lhstar_addressing"))
     return None
 
 

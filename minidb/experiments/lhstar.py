@@ -373,20 +373,20 @@ def _addressing_messages(op) -> int:
 
 @experiment("lhstar.algorithm", title="LH*: forwards, messages, image convergence, load factor",
             references=(),
-            defaults={"operations": 1_000_000, "clients": 50, "machines": 8, "seed": 1,
+            defaults={"operations": 1_000_000, "clients": 50, "servers": 8, "seed": 1,
                       "backend": "inline"},
             quick={"operations": 200_000})
 def algorithm(p: Params, progress: Progress) -> list[dict]:
     name = "lhstar.algorithm"
-    _check_sizes(name, p, "operations", "clients", "machines")
+    _check_sizes(name, p, "operations", "clients", "servers")
     rng = np.random.default_rng(p["seed"])
     base = {"seed": p["seed"], "backend": p["backend"], "operations": p["operations"],
-            "clients": p["clients"], "machines": p["machines"]}
+            "clients": p["clients"], "servers": p["servers"]}
     progress.start(3)
     rows = []
 
     # 1. Many clients, most of them stale, insert and look up while the file grows.
-    with LHStarFile(capacity=50, machines=p["machines"], backend=p["backend"]) as file:
+    with LHStarFile(capacity=50, machines=p["servers"], backend=p["backend"]) as file:
         clients = [file.client(f"c{i}") for i in range(p["clients"])]
         inserted: list[int] = []
         most, inserts, lookups = 0, [], []
@@ -415,7 +415,7 @@ def algorithm(p: Params, progress: Progress) -> list[dict]:
     progress.advance("stale clients")
 
     # 2. Fresh clients of a file that has stopped growing: their images converge.
-    with LHStarFile(capacity=50, machines=p["machines"], backend=p["backend"]) as file:
+    with LHStarFile(capacity=50, machines=p["servers"], backend=p["backend"]) as file:
         keys = rng.choice(2**40, size=10_000, replace=False).tolist()
         file.insert_many((k, k) for k in keys)
         converged, late, iams = 0, 0, []
@@ -445,7 +445,7 @@ def algorithm(p: Params, progress: Progress) -> list[dict]:
     # a mean over the file's growth; sampled every 1,000 inserts over the second half of 50,000.
     for policy in ("uncontrolled", "controlled"):
         samples = []
-        with LHStarFile(capacity=50, machines=p["machines"], split=policy, threshold=0.8,
+        with LHStarFile(capacity=50, machines=p["servers"], split=policy, threshold=0.8,
                         backend=p["backend"]) as file:
             loader = file.client("loader")
             for i, k in enumerate(rng.choice(2**40, size=50_000, replace=False).tolist()):
