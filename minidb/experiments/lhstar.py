@@ -52,6 +52,7 @@ from minidb.cost.sdds_model import (
     price,
 )
 from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
+from minidb.hashing import hash_keys
 from minidb.sdds import operators
 from minidb.sdds.lhstar import LHStarFile
 from minidb.sdds.servers import machine_of
@@ -147,14 +148,18 @@ def count_queries(file: LHStarFile, t5: np.ndarray, remote: bool) -> dict[str, Q
     """Run the four queries on ``file`` and count, per server machine, the work each did.
 
     The operators produce the results; the counts come from each machine's partition (its
-    buckets laid out one after the other, 8 bytes an entry), and each machine's result count is
+    buckets laid out one after the other in address order, each in its keys' hash order, 8 bytes
+    an entry), and each machine's result count is
     checked against the operator's result, so the priced work is the work the results came
     from."""
     page = get_profile(PROFILE).vm_page_bytes
     parts = []
     for m in range(file.machines):
         buckets = file._call_machine(m, "pairs")
-        arrays = [buckets[a] for a in sorted(buckets)]
+        # a bucket is a hash table: an entry's place in it follows its key's hash, not the order
+        # it arrived in (so which pages a look-up touches does not depend on the insert order)
+        arrays = [b[np.argsort(hash_keys(b["head"]), kind="stable")]
+                  for b in (buckets[a] for a in sorted(buckets))]
         parts.append(np.concatenate(arrays) if arrays
                      else np.empty(0, dtype=operators.PAIR))
     results = {name: operators.select(file, low, high, gather=False)
