@@ -221,6 +221,9 @@ def test_ray_servers_take_the_same_steps_as_inline(ray_session):
         with LHStarFile(capacity=6, n0=2, machines=3, merge_below=0.3, backend=backend) as f:
             truth = random_workload(f, seed=11, ops=1500, clients=4, keys=800, check_every=300)
             runs[backend] = (f.state, f.messages.as_dict(), f.buckets(), truth)
+            where = f.dictionary().machines
+            assert all(v.startswith("Ray actor" if backend == "ray" else "this process")
+                       for v in where.values())
     assert runs["inline"] == runs["ray"]
 
 
@@ -236,3 +239,32 @@ def test_a_million_operations_from_many_stale_clients_never_take_a_third_forward
     assert len(f) == len(truth) and f.max_forwards_seen == MAX_FORWARDS
     clients = sum((c.messages for c in f.clients), Messages())
     assert clients.iams <= clients.forwards
+
+
+def test_the_sdds_dictionary_says_how_to_reach_the_file():
+    """LH* paper §3.4: home, mapping of logical nodes to machines, identity, clients' images;
+    co-located files share the mapping (§3.3)."""
+    import json
+
+    from minidb.sdds import LHStarFile
+    from minidb.sdds.servers import machine_of
+
+    with LHStarFile(capacity=10, machines=3) as a, \
+            LHStarFile(capacity=10, machines=3, co_locate_with=a) as b:
+        c = a.client("alice")
+        for k in range(300):
+            c.insert(k, k)
+        d, e = a.dictionary(), b.dictionary()
+        assert d.identity != e.identity and d.co_located == (e.identity,)
+        assert d.home == 0 and len(d.mapping) == a.state.buckets
+        assert all(d.mapping[x] == machine_of(x, 3) for x in d.mapping)
+        assert d.mapping == e.mapping  # co-located: one mapping, equal keys on one machine
+        assert d.images == {"alice": (c.image.level, c.image.split)} and e.images == {}
+        assert set(d.machines) == {0, 1, 2}
+        assert json.loads(json.dumps(d.as_json()))["images"]["alice"] == list(d.images["alice"])
+    import pytest
+
+    from minidb.sdds import LHStarError
+
+    with pytest.raises(LHStarError, match="closed"):
+        a.dictionary()

@@ -23,9 +23,10 @@ from minidb.sdds.lhstar import (
     LHStarInvariantError,
     Messages,
     Operation,
+    SDDSDictionary,
 )
 from minidb.sdds.servers import pseudokey
 
 __all__ = ["MAX_FORWARDS", "Addressing", "Client", "FileState", "Image", "LHStarError",
-           "LHStarFile", "LHStarInvariantError", "Messages", "Operation", "adjust_image",
-           "client_address", "h", "pseudokey", "server_address"]
+           "LHStarFile", "LHStarInvariantError", "Messages", "Operation", "SDDSDictionary",
+           "adjust_image", "client_address", "h", "pseudokey", "server_address"]

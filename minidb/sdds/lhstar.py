@@ -35,6 +35,7 @@ load factor of that over ``buckets x capacity``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
@@ -44,6 +45,34 @@ from minidb.sdds.addressing import MAX_FORWARDS, Addressing, FileState, Image, h
 from minidb.sdds.servers import BucketHost, Reply, bucket_number, machine_of, pseudokey
 
 SPLIT_POLICIES = ("uncontrolled", "controlled")
+_IDENTITIES = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class SDDSDictionary:
+    """What it takes to reach an SDDS, as the LH* paper's Section 3.4 lists it.
+
+    ``identity``: the SDDS's unique number; ``home``: the virtual machine holding logical node
+    (bucket) 0; ``mapping``: logical node -> virtual machine number (Section 3.3: several
+    logical nodes share a machine, and files that share a mapping keep equal keys together);
+    ``machines``: virtual machine number -> where it runs (a Ray actor's id, or this process);
+    ``images``: each client's current image ``(i', n')``; ``co_located``: the identities of the
+    files that split with this one and so share its mapping. The servers hold the data itself.
+    ``as_json()`` is the form kept between loads of a database."""
+
+    identity: int
+    home: int
+    mapping: dict[int, int]
+    machines: dict[int, str]
+    images: dict[str, tuple[int, int]]
+    co_located: tuple[int, ...]
+
+    def as_json(self) -> dict:
+        return {"identity": self.identity, "home": self.home,
+                "mapping": {str(k): v for k, v in self.mapping.items()},
+                "machines": {str(k): v for k, v in self.machines.items()},
+                "images": {k: list(v) for k, v in self.images.items()},
+                "co_located": list(self.co_located)}
 
 
 class LHStarError(MinidbError):
@@ -199,6 +228,7 @@ class LHStarFile:
             raise LHStarError(f"addressing must be a registered name or an Addressing, got "
                               f"{type(addressing).__name__}")
         self.addressing = addressing
+        self.identity = next(_IDENTITIES)
         self.messages = Messages()
         self.max_forwards_seen = 0
         self._clients: dict[str, Client] = {}
@@ -455,6 +485,21 @@ class LHStarFile:
                 if home != address or h(level, pseudokey(key, self.hashed), self.n0) != address:
                     raise LHStarInvariantError(f"key {key} is in bucket {address}; its home is "
                                                f"bucket {home}")
+
+    def dictionary(self) -> SDDSDictionary:
+        """The SDDS dictionary of this file (LH* paper §3.4): home, mapping, machines, clients'
+        images and the files it is co-located with."""
+        if not self._hosts:
+            raise LHStarError("this LH* file is closed")
+        mapping = {a: machine_of(a, self.machines) for a in range(self.state.buckets)}
+        where = {}
+        for m, host in enumerate(self._hosts):
+            actor = getattr(host, "_actor_id", None)  # a Ray actor handle's id, when there is one
+            where[m] = ("this process" if self.backend == "inline"
+                        else f"Ray actor {actor.hex() if actor is not None else m}")
+        images = {c.name: (c.image.level, c.image.split) for c in self.clients}
+        others = tuple(f.identity for f in self._group.files if f is not self)
+        return SDDSDictionary(self.identity, mapping[0], mapping, where, images, others)
 
     def describe(self) -> str:
         """One line: the file state, buckets, records, load factor and messages so far."""
