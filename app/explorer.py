@@ -562,8 +562,13 @@ AXES = {
     "clx_f": Axis("partitions", scaling=True),
     "vlx_g": Axis("partitions", scaling=True),
     "clx_g": Axis("partitions", scaling=True),
+    "entries": Axis("file size (million entries)"),
+    "servers": Axis("server nodes"),
 }
 _SLUG = re.compile(r"^(?P<family>[a-z][a-z_]*?)_?(?P<number>\d+)(?P<unit>kb)?$")
+#: the LH* paper's tables are the other way round: a row per configuration (``entries_6m``,
+#: ``nodes_8_entries_1m``), a column per query
+_CONFIGURATION_ROW = re.compile(r"^(?:nodes_(?P<nodes>\d+)_)?entries_(?P<entries>\d+(?:\.\d+)?)m$")
 
 
 def column_position(slug: str) -> tuple[str, float] | None:
@@ -623,23 +628,47 @@ def reference_rows(store: ResultsStore, paper: str, reference: str, rows: list[d
     return chosen or list(dict.fromkeys(have))
 
 
+def configuration_points(cells: Iterable[dict]) -> list[dict]:
+    """Cells of a table with a row per configuration (the LH* paper's) as curve points: one
+    series per column (query), x the server nodes when the rows vary them, else the file size
+    in million entries. Cells whose row names no configuration are left out."""
+    found = []
+    for c in cells:
+        m = _CONFIGURATION_ROW.match(c["row"])
+        if m is not None:
+            found.append((c, int(m["nodes"]) if m["nodes"] else None, float(m["entries"])))
+    nodes = {n for _, n, _ in found}
+    by_nodes = len(nodes) > 1 and None not in nodes
+    # transposed to the other tables' shape: the query is the row (a curve), the configuration
+    # the column (a point on it)
+    return [{**c, "series": c["column"], "row": c["column"], "column": c["row"],
+             "family": "servers" if by_nodes else "entries",
+             "x": float(n) if by_nodes else e} for c, n, e in found]
+
+
 def curve_frame(rows: list[dict], metric: str, clock: str = "modeled",
                 row_names: Iterable[str] | None = None) -> pd.DataFrame:
     """Points of the reproduced curves: series, row, column, family, x, value, unit."""
     wanted = set(row_names) if row_names is not None else None
-    points = []
+    points, by_row = [], []
     for r in rows:
         if r["metric"] != metric or r["clock"] != clock:
             continue
         if wanted is not None and r["row"] not in wanted:
             continue
         position = column_position(r["column"])
+        if _CONFIGURATION_ROW.match(r["row"]):
+            by_row.append(r)
+            continue
         if position is None:
             continue
         family, x = position
         points.append({"series": _series(r["row"], family), "row": r["row"],
                        "column": r["column"], "family": family, "x": x,
                        "value": r["value"], "unit": r.get("unit", "")})
+    if not points:
+        points = [{k: p[k] for k in ("series", "row", "column", "family", "x", "value")}
+                  | {"unit": p.get("unit", "")} for p in configuration_points(by_row)]
     columns = ["series", "row", "column", "family", "x", "value", "unit"]
     return pd.DataFrame(points, columns=columns).sort_values(["series", "x"]).reset_index(
         drop=True)
@@ -652,6 +681,16 @@ def published_points(store: ResultsStore, paper: str, curves: pd.DataFrame,
     columns = ["series", "row", "column", "x", "value", "reference", "source", "note"]
     if curves.empty:
         return pd.DataFrame(columns=columns)
+    if set(curves["family"]) <= {"entries", "servers"}:  # a row per configuration (LH*)
+        cells = [c for c in store.reference(paper)
+                 if c["metric"] == metric and c["status"] in NUMBERED
+                 and c.get("value") is not None and c["row"] in set(curves["column"])
+                 and c["column"] in set(curves["row"])]
+        points = [{k: p[k] for k in ("series", "row", "column", "x", "value", "reference",
+                                     "family")}
+                  | {"source": p.get("source") or "", "note": p.get("note") or ""}
+                  for p in configuration_points(cells)]
+        return pd.DataFrame(points, columns=[*columns, "family"])
     plotted = {(r, f) for r, f in zip(curves["row"], curves["family"], strict=True)}
     points = []
     for c in store.reference(paper):
@@ -751,8 +790,12 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
                         labelLimit=300, title="reproduced (query)", symbolLimit=0)
     color = alt.Color("row:N", scale=alt.Scale(domain=queries), legend=legend)
     y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=not log_y)
-    published_family = (published["column"].map(lambda c: column_position(c)[0])
-                        if not published.empty else pd.Series(dtype=str))
+    if published.empty:
+        published_family = pd.Series(dtype=str)
+    elif "family" in published:  # a table with a row per configuration (LH*)
+        published_family = published["family"]
+    else:
+        published_family = published["column"].map(lambda c: column_position(c)[0])
 
     def panel(family: str) -> alt.LayerChart:
         points = curves[curves["family"] == family]

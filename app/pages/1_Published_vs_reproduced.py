@@ -103,7 +103,7 @@ if rows:
         if not published.empty:
             notes.append("black diamonds: the paper's numbers (its tables and the points its "
                          "text gives)")
-            if scale is not None and scale != 1.0 and unit != "ratio":
+            if scale is not None and scale != 1.0 and unit != "ratio" and compared.empty:
                 notes.append(f"the paper measured the full relations; this run is at scale "
                              f"{scale:g}, so compare shapes, not heights")
         if not ideal.empty:

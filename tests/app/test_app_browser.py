@@ -153,6 +153,10 @@ CHART_RUNS = (
     ("gamma.access_paths", {"scale": 0.05, "page_sizes": [4096, 16384]}),
     ("tandem.speedup", {"scale": 0.001, "partitions": [2, 4]}),
     ("tandem.scaleup", {"scale": 0.001, "partitions": [2, 4]}),
+    ("lhstar.partition_size", {"scale": 0.002, "millions": [1, 5, 6]}),
+    ("lhstar.remote_overhead", {"scale": 0.002, "millions": [1, 2]}),
+    ("lhstar.scalability", {"scale": 0.002, "nodes": [1, 2, 4], "millions": [1, 2],
+                            "ratio_nodes": [1, 2]}),
 )
 #: the smallest plot area a chart panel may have (pixels); the old Table 1 chart had ~15 px
 MIN_PLOT_HEIGHT = 150
