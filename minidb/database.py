@@ -74,7 +74,7 @@ from minidb.errors import MinidbError, MinidbWarning
 from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
 from minidb.sql.execute import run
-from minidb.sql.hints import parse_hints, split_hint_comment
+from minidb.sql.hints import check_join_choice, parse_hints, split_hint_comment, with_default_join
 from minidb.sql.planner import Planner, explain_tree
 from minidb.sql.translate import SelectStatement, translate
 from minidb.storage.disk import Disk
@@ -145,8 +145,9 @@ class Database:
 
     def __init__(self, page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  data_dir: str | os.PathLike | None = None, memory_pages: int | None = None,
-                 rid_fetch: str = "sorted"):
+                 rid_fetch: str = "sorted", join: str | None = None):
         check_rid_fetch(rid_fetch)
+        self.join = check_join_choice(join)
         stored = None
         if data_dir is not None:
             check_data_dir(data_dir)
@@ -280,7 +281,7 @@ class Database:
         if not isinstance(text, str):
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
         body, comment = split_hint_comment(text)
-        hints = parse_hints(hint, comment)
+        hints = with_default_join(parse_hints(hint, comment), self.join)
         statement = translate(body, self.catalog)
         planner = Planner(self.ctx, self.memory_pages, hints)
         io_before = self.disk.io.snapshot()
@@ -429,7 +430,8 @@ PARALLEL_OPTIONS = ("address", "disk_nodes", "diskless_nodes", "timeout", "packe
 
 def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
             buffer_policy: str = "lru", data_dir: str | os.PathLike | None = None,
-            memory_pages: int | None = None, rid_fetch: str = "sorted", **parallel: Any):
+            memory_pages: int | None = None, rid_fetch: str = "sorted", join: str | None = None,
+            **parallel: Any):
     """Open a minidb database.
 
     One inline node (the default) gives a single-node ``Database``. ``nodes > 1`` or
@@ -443,7 +445,10 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     ``data_dir``: where the page files go (a temporary directory when None). A directory that
     already holds a minidb database is opened again, with every table it had; ``page_size``
     defaults to the stored one then (4096 bytes for a new database). ``rid_fetch`` says how a
-    non-clustered index scan fetches its records (``minidb.exec.iterator.RID_FETCH``).
+    non-clustered index scan fetches its records (``minidb.exec.iterator.RID_FETCH``). ``join``:
+    the join algorithm of every equi-join (a registered plug-in: ``minidb.plugins.names("join")``;
+    None lets the planner choose between the in-memory hash join and nested loops); a hint in a
+    statement overrides it.
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
@@ -453,16 +458,16 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     if unknown:
         raise MinidbError(f"connect() has no option {unknown[0]!r}; its options are nodes, backend, "
                           "page_size, buffer_pages, buffer_policy, data_dir, memory_pages, "
-                          f"rid_fetch and, for the parallel engine, {', '.join(PARALLEL_OPTIONS)}")
+                          f"rid_fetch, join and, for the parallel engine, {', '.join(PARALLEL_OPTIONS)}")
     if nodes > 1 or backend == "ray" or parallel:
         from minidb.cluster.coordinator import ParallelDatabase
 
         return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size,
                                 buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                                 data_dir=data_dir, memory_pages=memory_pages,
-                                rid_fetch=rid_fetch, **parallel)
+                                rid_fetch=rid_fetch, join=join, **parallel)
     return Database(page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
-                    data_dir=data_dir, memory_pages=memory_pages, rid_fetch=rid_fetch)
+                    data_dir=data_dir, memory_pages=memory_pages, rid_fetch=rid_fetch, join=join)
 
 
 def _page_size(page_size: int | None, stored: dict | None, where) -> int:

@@ -73,12 +73,22 @@ def hash_columns(batch: np.ndarray, names: list[str], seed: int = 0) -> np.ndarr
     n = len(batch)
     h = np.full(n, (GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
     for name in names:
-        col = batch[name]
-        if col.dtype.kind == "S":
-            h = _mix_text(h, col)
-        else:
-            h = mix64(h ^ canonical_number_bits(col))
+        h = _mix_column(h, batch[name])
     return h
+
+
+def hash_column(col: np.ndarray, seed: int = 0) -> np.ndarray:
+    """``hash_columns`` of one plain column (not a structured batch): equal values, whatever
+    their numpy type, hash alike."""
+    col = np.asarray(col)
+    h = np.full(len(col), (GOLDEN * (seed + 1)) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+    return _mix_column(h, col)
+
+
+def _mix_column(h: np.ndarray, col: np.ndarray) -> np.ndarray:
+    if col.dtype.kind == "S":
+        return _mix_text(h, col)
+    return mix64(h ^ canonical_number_bits(col))
 
 
 _EXACT_INT = 2**53  # every integer up to this magnitude is exactly a float64

@@ -62,6 +62,7 @@ def _load_builtins() -> None:
     """Import the modules whose classes register themselves, so lookups see the built-ins."""
     import minidb.buffer  # noqa: F401  (registers the replacement policies)
     import minidb.cost  # noqa: F401  (registers the hardware profiles)
+    import minidb.exec.join  # noqa: F401  (registers the join algorithms)
     import minidb.parallel.partitioners  # noqa: F401  (registers the partitioners)
     import minidb.sdds.addressing  # noqa: F401  (registers LH*'s addressing rules)
     import minidb.sdds.table  # noqa: F401  (registers the lh_star partitioner)

@@ -46,6 +46,7 @@ import logging
 import os
 import re
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
@@ -123,6 +124,23 @@ class InlineBackend:
         for node in self.nodes:
             node.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def ship_by_value(cls: type) -> None:
+    """Let Ray send ``cls`` itself rather than its import path.
+
+    Ray pickles a class by reference (its module and name) whenever the module is importable in
+    this process; a class defined in a test, a notebook or a student's own file is not importable
+    on the workers, so its module is registered to travel by value (classes of minidb itself,
+    which every worker imports, still go by reference)."""
+    module = getattr(cls, "__module__", "") or ""
+    if module.split(".")[0] == "minidb" or module == "__main__" or module not in sys.modules:
+        return
+    try:
+        from ray import cloudpickle
+    except ImportError:  # no Ray here: nothing is pickled across processes
+        return
+    cloudpickle.register_pickle_by_value(sys.modules[module])
 
 
 def start_timeout(new_actors: int) -> float:

@@ -129,7 +129,13 @@ from minidb.parallel.partitioners import (
     parse_partitioning,
 )
 from minidb.sql.compound import SubqueryPlan, UnionQuery, subquery_answer
-from minidb.sql.hints import parse_hints, split_hint_comment
+from minidb.sql.hints import (
+    check_join_choice,
+    join_class,
+    parse_hints,
+    split_hint_comment,
+    with_default_join,
+)
 from minidb.sql.operators import Limit
 from minidb.sql.planner import (
     aggregate_query,
@@ -283,8 +289,9 @@ class ParallelDatabase:
                  page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
                  timeout: float | None = None, packet_bytes: int = 2048, profile: str | None = None,
-                 num_cpus: int | None = None, rid_fetch: str = "sorted"):
+                 num_cpus: int | None = None, rid_fetch: str = "sorted", join: str | None = None):
         check_rid_fetch(rid_fetch)
+        self.join = check_join_choice(join)
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not timeout > 0):
             raise MinidbError(f"timeout must be a positive number of seconds (or None: 60 s "
@@ -462,7 +469,7 @@ class ParallelDatabase:
             words = [w for w in h.replace(",", " ").split()]
             placement = next((w.lower() for w in words if w.lower() in PLACEMENTS), placement)
             specs.append(" ".join(w for w in words if w.lower() not in PLACEMENTS) or None)
-        hints = parse_hints(*specs)
+        hints = with_default_join(parse_hints(*specs), self.join)
         statement = translate(body, self.host.catalog)
         self._take_counters("start of statement")
         run = _Run(self, hints, next(self._ids))
@@ -798,6 +805,20 @@ class _Run:
         self._plan: list[str] = []
         self._x = itertools.count()
 
+    def join_algorithm(self, outer: bool = False):
+        """The join plug-in class every join node runs (shipped in the plan, so a class defined
+        in a notebook or a test reaches Ray workers too): the hinted one, else the default hash
+        join; a LEFT JOIN keeps the default when the hinted one cannot preserve a side."""
+        from minidb.exec.join.hash_join import HashJoin
+
+        chosen = join_class(self.hints)
+        if chosen is None or (outer and not chosen.supports_outer):
+            return HashJoin
+        from minidb.cluster.backends import ship_by_value
+
+        ship_by_value(chosen)
+        return chosen
+
     def exchange(self, what: str) -> str:
         return f"q{self.qid}.{what}{next(self._x)}"
 
@@ -1117,6 +1138,7 @@ class _Run:
         join = {"id": self.exchange("join"), "hint": self.hints, "steps": steps,
                 "sink": {"kind": "host"},
                 "source": {"kind": "join", "build_key": bkey, "probe_key": pkey, "outer": q.outer,
+                           "algorithm": self.join_algorithm(q.outer),
                            "condition": conjunction(q.join_condition),
                            "build": {"kind": "receive", "exchange": scans[b][2],
                                      "producers": scans[b][1], "schema": schemas[b]},
@@ -1134,7 +1156,7 @@ class _Run:
         self.phase("build", [(n, "start", (join,)) for n in joiners]
                    + [(n, "run", (bspec,)) for n in bnodes], texts=[
             f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
-            f"build hash tables on nodes {joiners}"])
+            f"build ({join['source']['algorithm'].kind}) on nodes {joiners}"])
         if distinct:
             return self._probe_distinct(q, join, join_schema, joiners, pspec, pnodes,
                                         f"scan {q.refs[pr].table.name} on nodes {pnodes} -> "
@@ -1195,7 +1217,7 @@ class _Run:
         for i, j in enumerate(joins):
             spec = {"id": self.exchange("join"), "hint": self.hints, "steps": list(j["steps"]),
                     "source": {"kind": "join", "build_key": j["build_key"],
-                               "probe_key": j["probe_key"],
+                               "probe_key": j["probe_key"], "algorithm": self.join_algorithm(),
                                "build": {"kind": "receive", "exchange": j["build"][2],
                                          "producers": j["build"][1], "schema": j["build"][3]},
                                "probe": probe_source}}
@@ -1229,7 +1251,8 @@ class _Run:
                        [(n, "start", (spec,)) for n in joiners]
                        + [(n, "run", (bspec,)) for n in bnodes], texts=[
                 f"scan {q.refs[j['side']].table.name} on nodes {bnodes} -> {how} to nodes "
-                f"{joiners}", f"build hash tables on {j['build_key']} on nodes {joiners}"])
+                f"{joiners}", f"build ({spec['source']['algorithm'].kind}) on {j['build_key']} on nodes "
+                f"{joiners}"])
         sspec, snodes, _, _ = stream
         parts = self.phase("probe pipeline",
                            [(n, "drain", (spec["id"],)) for spec in reversed(specs) for n in joiners]

@@ -33,6 +33,7 @@ from minidb.exec.aggregate import HashAggregate, average_expr
 from minidb.exec.expr import Col
 from minidb.exec.filter import Filter
 from minidb.exec.iterator import Operator
+from minidb.exec.join.base import JoinAlgorithm
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
 from minidb.parallel.exchange import (
@@ -104,8 +105,10 @@ def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint) 
 
         build = _source(db, src["build"], inbox, timeout, hint)
         probe = _source(db, src["probe"], inbox, timeout, hint)
-        return HashJoin(db.ctx, build, probe, src["build_key"], src["probe_key"], db.memory_pages,
-                        outer=src.get("outer", False), condition=src.get("condition"))
+        algorithm = src.get("algorithm") or HashJoin
+        return algorithm(db.ctx, build, probe, src["build_key"], src["probe_key"],
+                         db.memory_pages, outer=src.get("outer", False),
+                         condition=src.get("condition"))
     if kind == "array":
         return ArrayScan(src["schema"], src["records"])
     raise MinidbError(f"internal error: unknown fragment source {kind!r}")
@@ -470,9 +473,9 @@ class Node:
                 n = (max(op.stats.tuples_in, op.stats.tuples_out)
                      + int(op.stats.extra.get("entries_compared", 0)))
                 self._work["operators"][op.kind] = self._work["operators"].get(op.kind, 0) + int(n)
-                if op.kind == "hash_join":
-                    self._add_tuples("hash_build", op.stats.extra.get("build_tuples", 0))
-                    self._add_tuples("hash_probe", op.stats.extra.get("probe_tuples", 0))
+                if isinstance(op, JoinAlgorithm):  # each join declares what it is charged for
+                    for kind, n in op.priced_work().items():
+                        self._add_tuples(kind, n)
                 elif op.kind in COST_KIND:
                     self._add_tuples(COST_KIND[op.kind], n)
 

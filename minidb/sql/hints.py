@@ -11,7 +11,9 @@ Several hints may be given at once, separated by spaces or commas (``/*+ scan, n
 Access-path hints (at most one): ``scan`` (read the whole file), ``index`` (use a non-clustered
 index, or any index that restricts the table, even where the planner would scan),
 ``clustered_index`` (use the clustered index). Join hints (at most one): ``hash_join`` (the
-default) and ``nested_loops``.
+default), ``nested_loops`` (any predicate), and the name of any registered join plug-in
+(``simple_hash``, ``grace_hash``, ``hybrid_hash``, ``sort_merge``, ``block_nested_loops``, or a
+student's own: ``minidb/exec/join/base.py``), which then runs every equi-join of the statement.
 
 Gamma's optimizer had no hints; they are here so a lab can run the 1% and 10% selections both
 ways and compare the counters with the planner's choice.
@@ -28,6 +30,13 @@ ACCESS_HINTS = ("scan", "index", "clustered_index")
 JOIN_HINTS = ("hash_join", "nested_loops")
 
 _LEADING_HINT = re.compile(r"^\s*/\*\+(?P<body>.*?)\*/", re.DOTALL)
+
+
+def join_algorithms() -> list[str]:
+    """The registered join plug-ins (``minidb/exec/join``): each name is also a join hint."""
+    from minidb.plugins import names
+
+    return names("join")
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,40 @@ def parse_hints(*specs: str | None) -> Hints:
                 if access is not None and access != word:
                     raise MinidbError(f"conflicting hints {access!r} and {word!r}; give one access-path hint")
                 access = word
-            elif word in JOIN_HINTS:
+            elif word in JOIN_HINTS or word in join_algorithms():
                 if join is not None and join != word:
                     raise MinidbError(f"conflicting hints {join!r} and {word!r}; give one join hint")
                 join = word
             else:
-                known = ", ".join(ACCESS_HINTS + JOIN_HINTS)
+                known = ", ".join(ACCESS_HINTS + JOIN_HINTS
+                                  + tuple(n for n in join_algorithms() if n not in JOIN_HINTS))
                 raise MinidbError(f"unknown hint {word!r}; use one of: {known}")
     return Hints(access, join)
+
+
+def check_join_choice(join: str | None) -> str | None:
+    """A ``join=`` option (``connect``, an experiment): a registered join's name, or None."""
+    if join is None:
+        return None
+    if not isinstance(join, str):
+        raise MinidbError(f"join must be the name of a join algorithm, not {join!r}")
+    from minidb.plugins import lookup
+
+    lookup("join", join)  # one line naming the choices when it is unknown
+    return join.lower()
+
+
+def with_default_join(hints: Hints, join: str | None) -> Hints:
+    """``hints`` with the database's join algorithm when the statement names none."""
+    if join is None or hints.join is not None:
+        return hints
+    return Hints(hints.access, join)
+
+
+def join_class(hints: Hints):
+    """The join plug-in class a statement's hints choose, or None (the planner's default)."""
+    if hints.join is None or hints.join == "nested_loops":
+        return None
+    from minidb.plugins import lookup
+
+    return lookup("join", hints.join)

@@ -81,7 +81,7 @@ from minidb.exec.sort import ExternalSort
 from minidb.exec.store import tuples_per_page
 from minidb.exec.union import UnionAll
 from minidb.sql.compound import SubqueryPlan, UnionQuery, subquery_answer
-from minidb.sql.hints import Hints
+from minidb.sql.hints import Hints, join_class
 from minidb.sql.operators import Limit
 from minidb.sql.translate import SelectQuery
 
@@ -491,13 +491,15 @@ class Planner:
             if edge is not None and self.hints.join != "nested_loops" and (fits or self.hints.join):
                 from minidb.exec.join.hash_join import HashJoin
 
+                algorithm = join_class(self.hints) or HashJoin
                 if small is new:
                     bkey = edge.right_col if edge.right == nxt else edge.left_col
                 else:
                     bkey = edge.left_col if edge.right == nxt else edge.right_col
                 pkey = edge.right_col if bkey == edge.left_col else edge.left_col
-                op = HashJoin(self.ctx, small, big, bkey, pkey, self.memory_pages)
-                self.note(op, f"hash join on {bkey} = {pkey}: build on the smaller input "
+                op = algorithm(self.ctx, small, big, bkey, pkey, self.memory_pages)
+                chosen = f"{self.hints.join} join" if algorithm is not HashJoin else "hash join"
+                self.note(op, f"{chosen} on {bkey} = {pkey}: build on the smaller input "
                               f"(est. {small_est:.0f} tuples, ~{build_pages} pages), probe with "
                               f"est. {big_est:.0f}")
                 est = small_est
@@ -542,11 +544,17 @@ class Planner:
         if self.hints.join != "nested_loops" and (fits or self.hints.join):
             from minidb.exec.join.hash_join import HashJoin
 
-            op = HashJoin(self.ctx, inputs[1], inputs[0], edge.right_col, edge.left_col,
-                          self.memory_pages, outer=True, condition=conjunction(q.join_condition))
-            self.note(op, f"left outer join: build on the right table (est. {right_est:.0f} tuples, "
-                          f"~{build_pages} pages), probe with the left one; a left tuple that "
-                          "matches nothing is padded with NULLs")
+            algorithm = join_class(self.hints) or HashJoin
+            fallback = ""
+            if not algorithm.supports_outer:
+                fallback = (f" (the {self.hints.join} join cannot preserve a side, so the default "
+                            "hash join runs it)")
+                algorithm = HashJoin
+            op = algorithm(self.ctx, inputs[1], inputs[0], edge.right_col, edge.left_col,
+                           self.memory_pages, outer=True, condition=conjunction(q.join_condition))
+            self.note(op, f"left outer join{fallback}: build on the right table (est. "
+                          f"{right_est:.0f} tuples, ~{build_pages} pages), probe with the left "
+                          "one; a left tuple that matches nothing is padded with NULLs")
         else:
             from minidb.exec.join.nested_loops import NestedLoopsJoin
 

@@ -1,10 +1,28 @@
-"""Join iterators: block nested loops (any predicate) and the simple in-memory hash join.
+"""Join iterators. ``JoinAlgorithm`` (``base.py``) is the plug point: every equi-join is a
+subclass registered under a name (``minidb.plugins.names("join")``):
 
-Both output the outer (probe) tuple followed by the inner (build) tuple, and both require the
-two inputs to have different column names.
+==================== ====================================================================
+``hash_join``        the default: in-memory hash join, multi-pass fallback (``hash_join.py``)
+``simple_hash``      Gamma's Simple hash with overflow resolution (``simple_hash.py``)
+``grace_hash``       GRACE: partition both inputs to disk, join pairs (``partitioned.py``)
+``hybrid_hash``      Hybrid: partitions stay in memory while they fit (``partitioned.py``)
+``sort_merge``       Teradata's sort both inputs, then merge (``sort_merge.py``)
+``block_nested_loops`` nested loops on the equality (``block_nested_loops.py``)
+==================== ====================================================================
+
+``NestedLoopsJoin`` (any predicate, not only an equality) is the planner's fallback for
+non-equi joins. Every join outputs the outer (probe) tuple followed by the inner (build) tuple,
+and requires the two inputs to have different column names.
 """
 
+from minidb.exec.join.base import JoinAlgorithm, JoinPluginError
+from minidb.exec.join.block_nested_loops import BlockNestedLoopsJoin
 from minidb.exec.join.hash_join import HashJoin
 from minidb.exec.join.nested_loops import NestedLoopsJoin
+from minidb.exec.join.partitioned import GraceHashJoin, HybridHashJoin
+from minidb.exec.join.simple_hash import SimpleHashJoin  # noqa: I001  (registers in this order)
+from minidb.exec.join.sort_merge import SortMergeJoin
 
-__all__ = ["HashJoin", "NestedLoopsJoin"]
+__all__ = ["BlockNestedLoopsJoin", "GraceHashJoin", "HashJoin", "HybridHashJoin",
+           "JoinAlgorithm", "JoinPluginError", "NestedLoopsJoin", "SimpleHashJoin",
+           "SortMergeJoin"]

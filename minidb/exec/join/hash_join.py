@@ -9,8 +9,7 @@ a buffer.
 
 Here ``open`` consumes the build input, and ``next`` probes one batch of the probe input at a
 time. The hash table is a ``KeyDirectory`` (``key_directory.py``): the build input reordered by
-bucket of its key, with a directory of where each bucket starts (a sorted table with
-``np.searchsorted`` for keys other than integers); a probe batch finds every probe tuple's
+bucket of its key, with a directory of where each bucket starts; a probe batch finds every probe tuple's
 matches at once and the pairs are expanded with ``np.repeat``, with no Python step per tuple.
 Output tuples are the probe tuple followed by the build tuple (outer then inner, as in
 ``NestedLoopsJoin``); the two inputs' column names must be different.
@@ -34,9 +33,11 @@ the build input overflowed). Counter: ``padded``.
 NULL join keys match nothing (a NULL = NULL comparison is not TRUE): they are left out of the
 hash table and find no match when probing.
 
-Simplification: Gamma resolves an overflow differently, by spooling part of the building relation
-with a second hash function and handing that function to the producers of the probing relation
-(Section 6.2.2); this multi-pass fallback only keeps answers right when an estimate is wrong.
+This is the default join (registered as ``hash_join``). Gamma resolves an overflow differently,
+by spooling part of the building relation with a second hash function and handing that function
+to the producers of the probing relation (§6): that is the ``simple_hash`` join
+(``simple_hash.py``); this multi-pass fallback only keeps answers right when an estimate is
+wrong. ``hybrid_hash`` and ``grace_hash`` (``partitioned.py``) partition instead.
 """
 
 from __future__ import annotations
@@ -45,47 +46,35 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from minidb.errors import SchemaError
-from minidb.exec.expr import Expr, is_true
-from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.expr import is_true
+from minidb.exec.iterator import Operator
+from minidb.exec.join.base import JoinAlgorithm
 from minidb.exec.join.key_directory import KeyDirectory
-from minidb.exec.join.nested_loops import concat_rows, joined_schema
+from minidb.exec.join.nested_loops import concat_rows
 from minidb.exec.store import SpoolWriter, tuples_per_page
-from minidb.storage.schema import NULLS, null_mask, take_records
+from minidb.plugins import register
+from minidb.storage.schema import null_mask, take_records
 
 MIN_PAGES = 1
 
 
-class HashJoin(Operator):
+@register("join", "hash_join")
+class HashJoin(JoinAlgorithm):
     """Equi-join ``probe.probe_key = build.build_key``; output = probe columns, then build columns."""
 
     kind = "hash_join"
+    priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe"}
+    min_memory_pages = MIN_PAGES
+    supports_outer = True
 
-    def __init__(self, ctx: ExecContext, build: Operator, probe: Operator, build_key: str,
-                 probe_key: str, memory_pages: int, outer: bool = False,
-                 condition: Expr | None = None):
-        super().__init__(build, probe, memory_pages=memory_pages)
-        self.outer, self.condition = outer, condition
-        self.ctx = ctx
-        build_col = build.schema.column(build_key, "the build input")
-        probe_col = probe.schema.column(probe_key, "the probe input")
-        if (build_col.kind == "char") != (probe_col.kind == "char"):
-            raise SchemaError(
-                f"hash join compares {probe_col} with {build_col}: text can only be joined with text"
-            )
-        self.build_key, self.probe_key = build_col.name, probe_col.name
-        padded = build.schema.nullable() if outer else build.schema  # NULLs pad unmatched rows
-        self.schema = joined_schema(probe.schema, padded, "hash join")
-        self._padding = padded.new_records(1)
-        if outer:
-            self._padding[NULLS] = 0xFF  # every build column NULL
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._table: np.ndarray | None = None
         self._directory: KeyDirectory | None = None
-        self._output: Iterator[np.ndarray] | None = None
 
     def _open(self) -> None:
         memory = self.require_memory(MIN_PAGES)
-        super()._open()
+        Operator._open(self)  # this join runs its own phases rather than ``run`` (it predates it)
         counters = ("build_tuples", "build_pages", "probe_tuples", "matches", "overflow_passes")
         for key in counters + (("padded",) if self.outer else ()):
             self.stats.extra.setdefault(key, 0)
@@ -105,6 +94,7 @@ class HashJoin(Operator):
                 self._overflow.write(batch[room:])
             rows += len(batch)
         self.stats.add("build_tuples", rows)
+        self.note_memory(-(-min(rows, self._limit) // capacity))
         self.stats.add("build_pages", -(-rows // capacity))
         self._load(np.concatenate(parts) if parts else np.empty(0, dtype=build.schema.dtype))
         self._output = self._run()
@@ -144,7 +134,7 @@ class HashJoin(Operator):
             matched = np.zeros(len(batch), dtype=bool)
             yield from self._probe(batch, matched)
             if self.outer and spooled is None and not matched.all():
-                yield self._pad(take_records(batch, ~matched))
+                yield self.pad(take_records(batch, ~matched))
             elif self.outer:
                 self._matched.append(matched)
         if self._overflow is None:
@@ -164,7 +154,7 @@ class HashJoin(Operator):
                 for batch, _ in probe_file.scan(keep=False):
                     mine, at = matched[at : at + len(batch)], at + len(batch)
                     if not mine.all():
-                        yield self._pad(take_records(batch, ~mine))
+                        yield self.pad(take_records(batch, ~mine))
         finally:
             self.ctx.drop_temp(build_file)
             self.ctx.drop_temp(probe_file)
@@ -218,8 +208,3 @@ class HashJoin(Operator):
             self.stats.add("matches", len(pairs))
             if len(pairs):
                 yield pairs
-
-    def _pad(self, rows: np.ndarray) -> np.ndarray:
-        """Unmatched probe tuples of a LEFT JOIN, each followed by a build tuple of NULLs."""
-        self.stats.add("padded", len(rows))
-        return concat_rows(rows, np.repeat(self._padding, len(rows)), self.schema.dtype)

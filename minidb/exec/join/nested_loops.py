@@ -182,3 +182,4 @@ class NestedLoopsJoin(Operator):
             oi, ii = oi[mask], ii[mask]
         matched[oi] = True
         return concat_rows(outer[oi], inner[ii], self.schema.dtype)
+

@@ -1,0 +1,328 @@
+"""The plug point for join algorithms: one base class, each equi-join a registered subclass.
+
+The Gamma paper (Section 6) compares joins that differ only in *how* they pair tuples: Gamma's
+Simple hash with overflow resolution, Teradata's sort-merge, and the Hybrid hash join the authors
+announce as the fix for overflow. In minidb each is a subclass of ``JoinAlgorithm`` registered
+under a name, and the planner, the parallel nodes and the experiments pick one by that name
+(``minidb.connect(join="hybrid_hash")``, the hint ``/*+ hybrid_hash */``, an experiment's
+``join`` parameter). A student's join is written the same way and runs everywhere::
+
+    from minidb.exec.join.base import JoinAlgorithm
+    from minidb.plugins import register
+
+    @register("join", "my_hash")
+    class MyHashJoin(JoinAlgorithm):
+        priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe"}
+
+        def run(self, memory_pages):
+            build = self.read_all(self.build_batches())       # NULL keys already removed
+            self.count("build_tuples", len(build))
+            for batch in self.probe_batches():
+                self.count("probe_tuples", len(batch))
+                probe_idx, build_idx = self.equal_pairs(batch, build)
+                yield from self.emit(batch, build, probe_idx, build_idx)
+
+What the base class gives:
+
+* the output schema (probe columns, then build columns: the outer tuple first, as every minidb
+  join does) and the check that the two keys are comparable (text only with text);
+* ``build_batches`` / ``probe_batches``: the inputs without their NULL-key tuples (NULL equals
+  nothing, not even NULL), counted as this operator's input;
+* ``equal_pairs``: every pair of equal keys between a probe batch and an in-memory table, through
+  the hash table of ``key_directory.py``; ``emit``: the joined tuples of those pairs;
+* ``spool`` and ``scan_spool``: temporary files whose pages are counted (``spill_pages_written``,
+  ``spill_pages_read``) besides the disk's own counters, which price them on the modeled clock;
+* ``count``: a counter in ``stats.extra``.
+
+What a subclass declares:
+
+* ``run(memory_pages)``: a generator of output batches. ``memory_pages`` is the budget the planner
+  gave the join (the pages its in-memory tables and output buffers may hold); respecting it is
+  part of the algorithm (the autograder checks it through ``peak_memory_pages``, which
+  ``note_memory`` records);
+* ``priced_counters``: which of its counters the modeled clock charges, and as which operator
+  kind of ``minidb.cost.model.OPERATOR_COST_FIELD`` (``hash_build``, ``hash_probe``,
+  ``partition``, ``sort_compare``, ``merge_compare`` ...). A join that declares none is refused
+  when it is built, so a new algorithm cannot run for free on the modeled clock;
+* ``min_memory_pages`` and ``supports_outer`` (LEFT OUTER JOIN; only the default hash join and
+  nested loops preserve the probe side today).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import ClassVar
+
+import numpy as np
+
+from minidb.errors import MinidbError, SchemaError
+from minidb.exec.expr import Expr, is_true
+from minidb.exec.iterator import ExecContext, Operator
+from minidb.exec.join.key_directory import KeyDirectory
+from minidb.exec.join.nested_loops import concat_rows, joined_schema
+from minidb.exec.store import SpoolWriter, tuples_per_page
+from minidb.hashing import hash_column
+from minidb.storage.heapfile import HeapFile
+from minidb.storage.schema import NULLS, Schema, null_mask, take_records
+
+
+class JoinPluginError(MinidbError):
+    """A join plug-in that cannot run as declared (no priced counters, no LEFT JOIN support)."""
+
+
+def check_join_class(cls: type) -> None:
+    """Refuse a join class that is not a ``JoinAlgorithm`` or that the modeled clock cannot price."""
+    from minidb.cost.model import OPERATOR_COST_FIELD
+
+    if not (isinstance(cls, type) and issubclass(cls, JoinAlgorithm)):
+        raise JoinPluginError(f"a join plug-in must subclass JoinAlgorithm; {cls!r} does not")
+    if not cls.priced_counters:
+        raise JoinPluginError(
+            f"join {cls.__name__} declares no priced_counters: the modeled clock would charge it "
+            "nothing; map its counters to operator kinds, e.g. {'build_tuples': 'hash_build'}")
+    unknown = sorted(set(cls.priced_counters.values()) - set(OPERATOR_COST_FIELD))
+    if unknown:
+        raise JoinPluginError(
+            f"join {cls.__name__} prices counters as {', '.join(unknown)}, which the cost model "
+            f"does not know; use one of: {', '.join(sorted(OPERATOR_COST_FIELD))}")
+
+
+class JoinAlgorithm(Operator):
+    """An equi-join ``probe.probe_key = build.build_key``; output = probe columns, then build's."""
+
+    kind = "join"
+    #: counter in ``stats.extra`` -> the operator kind the cost model prices it as
+    priced_counters: ClassVar[Mapping[str, str]] = {}
+    min_memory_pages: ClassVar[int] = 1
+    supports_outer: ClassVar[bool] = False
+
+    def __init__(self, ctx: ExecContext, build: Operator, probe: Operator, build_key: str,
+                 probe_key: str, memory_pages: int, outer: bool = False,
+                 condition: Expr | None = None):
+        check_join_class(type(self))
+        super().__init__(build, probe, memory_pages=memory_pages)
+        if outer and not self.supports_outer:
+            raise JoinPluginError(f"join {type(self).__name__} cannot run a LEFT OUTER JOIN")
+        self.ctx, self.outer, self.condition = ctx, outer, condition
+        build_col = build.schema.column(build_key, "the build input")
+        probe_col = probe.schema.column(probe_key, "the probe input")
+        if (build_col.kind == "char") != (probe_col.kind == "char"):
+            raise SchemaError(
+                f"{type(self).__name__} compares {probe_col} with {build_col}: text can only be "
+                "joined with text")
+        self.build_key, self.probe_key = build_col.name, probe_col.name
+        padded = build.schema.nullable() if outer else build.schema  # NULLs pad unmatched rows
+        self.schema = joined_schema(probe.schema, padded, type(self).__name__)
+        self._padding = padded.new_records(1)
+        if outer:
+            self._padding[NULLS] = 0xFF  # every build column NULL
+        self._output: Iterator[np.ndarray] | None = None
+        self._null_probe: list[np.ndarray] = []
+
+    # -- what a subclass writes ------------------------------------------------------------
+
+    def run(self, memory_pages: int) -> Iterator[np.ndarray]:
+        """The joined tuples, a batch at a time, within ``memory_pages`` pages of memory."""
+        raise NotImplementedError(f"{type(self).__name__}.run is not written yet")
+
+    # -- the iterator protocol ---------------------------------------------------------------
+
+    def _open(self) -> None:
+        memory = self.require_memory(self.min_memory_pages)
+        super()._open()
+        for name in ("matches", "peak_memory_pages", *self.priced_counters):
+            self.stats.extra.setdefault(name, 0)
+        self._null_probe = []
+        self._output = self._with_padding(self.run(memory))
+
+    def _with_padding(self, rows: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        yield from rows
+        if self.outer and self._null_probe:  # a NULL probe key matched nothing: pad it
+            yield self.pad(np.concatenate(self._null_probe))
+
+    def _next(self) -> np.ndarray | None:
+        return next(self._output, None)
+
+    def _close(self) -> None:
+        if self._output is not None:
+            self._output.close()
+            self._output = None
+        super()._close()
+
+    def describe(self) -> str:
+        how = "LEFT OUTER " if self.outer else ""
+        return (f"{how}{type(self).__name__}({self.probe_key} = {self.build_key}; "
+                f"{self.memory_pages} pages)")
+
+    # -- helpers for subclasses --------------------------------------------------------------
+
+    @property
+    def build_schema(self) -> Schema:
+        return self.children[0].schema
+
+    @property
+    def probe_schema(self) -> Schema:
+        return self.children[1].schema
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.stats.add(name, int(n))
+
+    def note_memory(self, pages: int) -> None:
+        """Record that the join now holds ``pages`` pages (the peak is ``peak_memory_pages``)."""
+        extra = self.stats.extra
+        extra["peak_memory_pages"] = max(extra.get("peak_memory_pages", 0), int(pages))
+
+    def pages(self, rows: int, schema: Schema | None = None) -> int:
+        """Pages that ``rows`` tuples of ``schema`` (the build input's by default) fill."""
+        return -(-int(rows) // self.capacity(schema))
+
+    def capacity(self, schema: Schema | None = None) -> int:
+        """Tuples of ``schema`` (the build input's by default) that fit on one page."""
+        return tuples_per_page(self.ctx.page_size, schema or self.build_schema)
+
+    def build_batches(self) -> Iterator[np.ndarray]:
+        """The build input a batch at a time, without tuples whose key is NULL."""
+        while (batch := self._pull(self.children[0])) is not None:
+            if (nulls := null_mask(batch, self.build_key)) is not None:
+                batch = take_records(batch, ~nulls)
+            if len(batch):
+                yield batch
+
+    def probe_batches(self) -> Iterator[np.ndarray]:
+        """The probe input a batch at a time, without tuples whose key is NULL (a LEFT JOIN
+        pads those at the end)."""
+        while (batch := self._pull(self.children[1])) is not None:
+            if (nulls := null_mask(batch, self.probe_key)) is not None:
+                if self.outer and nulls.any():
+                    self._null_probe.append(take_records(batch, nulls))
+                batch = take_records(batch, ~nulls)
+            if len(batch):
+                yield batch
+
+    @staticmethod
+    def read_all(batches, dtype: np.dtype | None = None) -> np.ndarray:
+        """Every tuple of an iterator of batches, as one array."""
+        parts = list(batches)
+        if not parts:
+            return np.empty(0, dtype=dtype) if dtype is not None else np.empty(0)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def table(self, build_rows: np.ndarray) -> tuple[KeyDirectory, np.ndarray]:
+        """An in-memory hash table of ``build_rows``: the directory and the rows in its order."""
+        directory = KeyDirectory(build_rows[self.build_key],
+                                 self.probe_schema.dtype[self.probe_key])
+        return directory, take_records(build_rows, directory.order)
+
+    def equal_pairs(self, probe_rows: np.ndarray, build_rows: np.ndarray,
+                    directory: KeyDirectory | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(probe index, build index) of every pair with equal keys. With ``directory`` (from
+        ``table``), ``build_rows`` must be the rows in the directory's order."""
+        if directory is None:
+            directory, build_rows = self.table(build_rows)
+            probe_idx, build_idx = directory.matches(probe_rows[self.probe_key])
+            return probe_idx, directory.order[build_idx]
+        return directory.matches(probe_rows[self.probe_key])
+
+    def emit(self, probe_rows: np.ndarray, build_rows: np.ndarray, probe_idx: np.ndarray,
+             build_idx: np.ndarray, matched: np.ndarray | None = None) -> Iterator[np.ndarray]:
+        """The joined tuples of the pairs ``(probe_idx[i], build_idx[i])``, at most a batch at a
+        time; the ON condition (if any) filters them; ``matched`` marks the probe tuples that
+        found a partner."""
+        step = self.ctx.batch_rows
+        for start in range(0, len(probe_idx), step):
+            sl = slice(start, start + step)
+            pairs = concat_rows(take_records(probe_rows, probe_idx[sl]),
+                                take_records(build_rows, build_idx[sl]), self.schema.dtype)
+            if self.condition is not None:
+                keep = is_true(self.condition, pairs)
+                pairs = take_records(pairs, keep)
+                if matched is not None:
+                    matched[probe_idx[sl][keep]] = True
+            elif matched is not None:
+                matched[probe_idx[sl]] = True
+            self.stats.add("matches", len(pairs))
+            if len(pairs):
+                yield pairs
+
+    def pad(self, rows: np.ndarray) -> np.ndarray:
+        """Unmatched probe tuples of a LEFT JOIN, each followed by a build tuple of NULLs."""
+        self.stats.add("padded", len(rows))
+        return concat_rows(rows, np.repeat(self._padding, len(rows)), self.schema.dtype)
+
+    def spool(self, schema: Schema, purpose: str) -> SpoolWriter:
+        """A temporary file to write tuples to (one page buffer's worth at a time)."""
+        return SpoolWriter(self.ctx.temp_heap(schema, f"{self.kind}-{purpose}"), flush_pages=1)
+
+    def close_spool(self, writer: SpoolWriter) -> HeapFile:
+        heap = writer.close()
+        self.count("spill_pages_written", writer.pages_written)
+        return heap
+
+    def scan_spool(self, heap: HeapFile, drop: bool = True) -> Iterator[np.ndarray]:
+        """The tuples of a spooled file, a batch at a time; the file is dropped afterwards."""
+        self.count("spill_pages_read", heap.num_pages)
+        try:
+            for batch, _ in heap.scan(keep=False):
+                yield batch
+        finally:
+            if drop:
+                self.ctx.drop_temp(heap)
+
+    def level_hash(self, rows: np.ndarray, key: str, level: int) -> np.ndarray:
+        """The hash function of recursion ``level`` (0, 1, ...): a different, unrelated function at
+        every level, and equal values hash alike on both sides whatever their numpy types."""
+        return hash_column(rows[key], seed=level + 1)
+
+    def join_in_memory(self, build_rows: np.ndarray,
+                       probe_batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        """Build a hash table of ``build_rows`` and probe it with every batch (counted)."""
+        self.count("build_tuples", len(build_rows))
+        directory, table = self.table(build_rows)
+        for batch in probe_batches:
+            self.count("probe_tuples", len(batch))
+            if len(table):
+                probe_idx, build_idx = self.equal_pairs(batch, table, directory)
+                yield from self.emit(batch, table, probe_idx, build_idx)
+
+    def join_by_memory_loads(self, build: HeapFile, probe: HeapFile,
+                             limit: int) -> Iterator[np.ndarray]:
+        """The last resort when no hash function can split a partition (its build tuples share
+        one key): each memory-load of ``limit`` build tuples meets the whole probe file once
+        (counter ``memory_load_passes``). Both files are dropped afterwards."""
+        try:
+            held, rows = [], 0
+            for batch in self.scan_spool(build, drop=False):
+                held.append(batch)
+                rows += len(batch)
+                while rows >= limit:
+                    load = np.concatenate(held)
+                    held, rows = [load[limit:]], rows - limit
+                    yield from self._one_load(load[:limit], probe)
+            if rows:
+                yield from self._one_load(np.concatenate(held), probe)
+        finally:
+            self.ctx.drop_temp(build)
+            self.ctx.drop_temp(probe)
+
+    def _one_load(self, load: np.ndarray, probe: HeapFile) -> Iterator[np.ndarray]:
+        self.count("memory_load_passes")
+        self.note_memory(self.pages(len(load)) + 1)
+        yield from self.join_in_memory(load, self.scan_spool(probe, drop=False))
+
+    def priced_work(self) -> dict[str, int]:
+        """Counted work for the modeled clock: operator kind -> tuples (see ``priced_counters``)."""
+        out: dict[str, int] = {}
+        for counter, kind in self.priced_counters.items():
+            n = int(self.stats.extra.get(counter, 0))
+            if n:
+                out[kind] = out.get(kind, 0) + n
+        return out
+
+
+def batches_of(rows: np.ndarray, step: int) -> Iterator[np.ndarray]:
+    """``rows`` cut into batches of at most ``step`` tuples."""
+    for start in range(0, len(rows), step):
+        yield rows[start:start + step]
+
+
+__all__ = ["JoinAlgorithm", "JoinPluginError", "batches_of", "check_join_class"]

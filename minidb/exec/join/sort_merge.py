@@ -1,0 +1,137 @@
+"""Sort-merge join: Teradata's join method in the Gamma paper's comparison (§6.1).
+
+Teradata joins by redistributing both relations on the join attribute (a step it skips when
+they are already hashed on it: the "key" rows of Table 3), sorting each relation's fragment on
+every AMP, and merging the two sorted streams. Here the redistribution is the parallel plan's
+job; this operator is what runs at one site:
+
+1. *Sort* each input on its join attribute with ``ExternalSort`` (Volcano's external merge sort,
+   ``minidb/exec/sort.py``), the build input with half the memory and the probe input with the
+   other half, since both sorts' final merges run at the same time during the merge.
+2. *Merge.* Read the two sorted streams side by side: for a batch of probe tuples (ascending
+   keys), read build tuples until one has a key above the batch's largest, pair every probe tuple
+   with the build tuples of equal key (two binary searches per probe key in the held build
+   tuples), then drop the held build tuples whose key is below the batch's largest. Build tuples
+   of one key stay held until the probe keys pass it, so duplicates pair up correctly.
+
+The output comes in join-key order, unlike a hash join's.
+
+Counters: ``sort_comparisons`` (what a textbook sort compares: ``n ceil(log2 r)`` to quicksort
+runs of ``r`` tuples, ``n ceil(log2 k)`` per merge pass of fan-in ``k``; priced as
+``sort_compare``), ``merge_tuples`` (tuples read by the merge, priced as ``merge_compare``),
+``runs`` and ``sort_pages_written`` / ``sort_pages_read`` (the sorts' temporary runs, which the
+disk counters price too).
+
+Simplification: the build tuples of one key are held in memory during the merge (a key with
+more duplicates than memory holds is not spilled, as a real sort-merge join would do).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from minidb.exec.iterator import Operator
+from minidb.exec.join.base import JoinAlgorithm
+from minidb.exec.join.key_directory import _expand
+from minidb.exec.sort import ExternalSort
+from minidb.plugins import register
+from minidb.storage.schema import Schema
+
+
+class StreamScan(Operator):
+    """An operator over batches that are already being produced (an iterator)."""
+
+    kind = "stream"
+
+    def __init__(self, schema: Schema, batches: Iterator[np.ndarray]):
+        super().__init__()
+        self.schema, self._batches = schema, batches
+
+    def _open(self) -> None:
+        pass
+
+    def _next(self) -> np.ndarray | None:
+        return next(self._batches, None)
+
+
+def sort_comparisons(n: int, run_tuples: int, runs: int, merge_passes: int, fan_in: int) -> int:
+    """Comparisons of an external sort of ``n`` tuples: quicksort of each run of at most
+    ``run_tuples`` tuples, then ``merge_passes`` merges of fan-in at most ``fan_in``."""
+    if n < 2:
+        return 0
+    quick = n * math.ceil(math.log2(max(2, min(n, run_tuples))))
+    if runs <= 1:
+        return quick
+    return quick + n * merge_passes * math.ceil(math.log2(max(2, min(runs, fan_in))))
+
+
+@register("join", "sort_merge")
+class SortMergeJoin(JoinAlgorithm):
+    """Sort both inputs on the join attribute, then merge them (Teradata, Gamma paper §6.1)."""
+
+    kind = "sort_merge_join"
+    priced_counters = {"sort_comparisons": "sort_compare", "merge_tuples": "merge_compare"}
+    min_memory_pages = 6
+
+    def run(self, memory_pages: int) -> Iterator[np.ndarray]:
+        half = memory_pages // 2
+        build = ExternalSort(self.ctx, StreamScan(self.build_schema, self.build_batches()),
+                             [(self.build_key, True)], half)
+        probe = ExternalSort(self.ctx, StreamScan(self.probe_schema, self.probe_batches()),
+                             [(self.probe_key, True)], memory_pages - half)
+        try:
+            build.open()
+            probe.open()
+            self.note_memory(memory_pages)
+            yield from self._merge(build, probe)
+        finally:
+            for sort in (build, probe):
+                self._count_sort(sort)
+                sort.close()
+
+    def _merge(self, build: ExternalSort, probe: ExternalSort) -> Iterator[np.ndarray]:
+        common = _common_dtype(self.build_schema.dtype[self.build_key],
+                               self.probe_schema.dtype[self.probe_key])
+        held = np.empty(0, dtype=self.build_schema.dtype)
+        build_done = False
+        while (batch := probe.next()) is not None:
+            self.count("merge_tuples", len(batch))
+            keys = batch[self.probe_key].astype(common)
+            last = keys[-1]
+            while not build_done and (not len(held)
+                                      or held[self.build_key][-1:].astype(common)[0] <= last):
+                more = build.next()
+                if more is None:
+                    build_done = True
+                else:
+                    self.count("merge_tuples", len(more))
+                    held = np.concatenate([held, more]) if len(held) else more
+            held_keys = held[self.build_key].astype(common)
+            low = np.searchsorted(held_keys, keys, side="left")
+            high = np.searchsorted(held_keys, keys, side="right")
+            probe_idx, build_idx = _expand(low, high - low)
+            yield from self.emit(batch, held, probe_idx, build_idx)
+            held = held[np.searchsorted(held_keys, last, side="left"):]
+            if build_done and not len(held):
+                break  # no build tuple is left to match the rest of the probe input
+
+    def _count_sort(self, sort: ExternalSort) -> None:
+        extra = sort.stats.extra
+        n = sort.stats.tuples_in
+        self.count("runs", extra.get("runs", 0))
+        self.count("sort_pages_written", extra.get("pages_written", 0))
+        self.count("sort_pages_read", extra.get("pages_read", 0))
+        capacity = self.capacity(sort.schema)
+        self.count("sort_comparisons", sort_comparisons(
+            n, (sort.memory_pages or 1) * capacity, max(1, extra.get("runs", 0)),
+            extra.get("merge_passes", 0), max(2, (sort.memory_pages or 3) - 1)))
+
+
+def _common_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
+    """The type both join keys are compared in: the wider text, or numpy's common number type."""
+    if a.kind == "S" and b.kind == "S":
+        return np.dtype(f"S{max(a.itemsize, b.itemsize)}")
+    return np.result_type(a, b)
