@@ -23,11 +23,15 @@ UNPRICED = {"messages_sent"}
 #: per-operator counters added later that the cost model never reads: a join's memory high-water
 #: mark (recorded by every join plug-in, ``minidb/exec/join/base.py``)
 UNPRICED_SUFFIXES = (".peak_memory_pages",)
+#: a parallel node's sums of its join plug-ins' own statistics (``join.overflows`` ...): reported,
+#: never priced (the priced part of a join's work is in ``tuples``)
+UNPRICED_PREFIXES = ("join.",)
 
 
 def _priced(counters: dict) -> dict:
     return {k: v for k, v in counters.items()
-            if k not in UNPRICED and not k.endswith(UNPRICED_SUFFIXES)}
+            if k not in UNPRICED and not k.endswith(UNPRICED_SUFFIXES)
+            and not k.startswith(UNPRICED_PREFIXES)}
 
 
 @pytest.fixture(scope="module")

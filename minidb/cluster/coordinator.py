@@ -1101,6 +1101,7 @@ class _Run:
         return self.select(plan.finish(answers))
 
     def _join(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        self._note_propagation(q)
         edge = q.edges[0]
         est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
         b = edge.left if est[edge.left] <= est[edge.right] else edge.right
@@ -1175,6 +1176,10 @@ class _Run:
         self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
+    def _note_propagation(self, q: SelectQuery) -> None:
+        if q.propagated:
+            self._plan.append("selection propagation (Gamma §6.1): " + "; ".join(q.propagated))
+
     def _join_pipeline(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
         """Several joins as one right-deep pipeline (Schneider and DeWitt's right-deep trees):
         every table but the largest is the build input of one hash join, all hash tables are
@@ -1188,6 +1193,7 @@ class _Run:
         over several tables, are filters as soon as their columns are joined."""
         est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
         order = self._pipeline_order(q, est)
+        self._note_propagation(q)
         joiners = {"local": self.pdb.disk, "remote": self.pdb.diskless,
                    "allnodes": list(range(self.pdb.num_nodes))}.get(self.placement or "local") \
             or self.pdb.disk

@@ -433,6 +433,7 @@ class Node:
         self._work = dict.fromkeys(WORK_FIELDS + EXTRA_FIELDS, 0)
         self._work["tuples"] = {}
         self._work["operators"] = {}
+        self._work["join"] = {}  # what the join plug-ins counted (overflows, spills): not priced
 
     def _count_inserted(self, table, n: int) -> None:
         """Count ``n`` tuples inserted into ``table`` and the index entries they added."""
@@ -476,6 +477,8 @@ class Node:
                 if isinstance(op, JoinAlgorithm):  # each join declares what it is charged for
                     for kind, n in op.priced_work().items():
                         self._add_tuples(kind, n)
+                    for key, n in op.stats.extra.items():
+                        self._work["join"][key] = self._work["join"].get(key, 0) + int(n)
                 elif op.kind in COST_KIND:
                     self._add_tuples(COST_KIND[op.kind], n)
 

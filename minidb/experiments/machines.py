@@ -47,7 +47,8 @@ def runtime(backend: str | None, purpose: str = "") -> Iterator[None]:
 
 
 def scaled_fixed_costs(profile: str | HardwareProfile, scale: float) -> HardwareProfile:
-    """``profile`` with its fixed per-query costs (operator startup, control messages) multiplied
+    """``profile`` with its fixed per-query costs (operator startup, control messages, a
+    Teradata step's overhead) multiplied
     by ``scale``: a run on a relation ``scale`` times the paper's then keeps the paper's ratio of
     fixed to per-tuple work, so ratios such as speedup and scaleup stay comparable (similarity
     scaling, as a wind tunnel scales a model). Absolute times are then ``scale`` times the
@@ -58,13 +59,15 @@ def scaled_fixed_costs(profile: str | HardwareProfile, scale: float) -> Hardware
     note = f"similarity scaling: {base.name}'s value x scale {scale:g} (minidb.experiments)"
     return base.replace(operator_startup_ms=base.operator_startup_ms * scale,
                         control_message_ms=base.control_message_ms * scale,
-                        sources={"operator_startup_ms": note, "control_message_ms": note})
+                        step_overhead_ms=base.step_overhead_ms * scale,
+                        sources={"operator_startup_ms": note, "control_message_ms": note,
+                                 "step_overhead_ms": note})
 
 
 def build(nodes: int, profile: str | HardwareProfile, page_size: int = 4096,
           backend: str = "inline", disk_nodes: int | None = None,
           buffer_pages: int | None = None, rid_fetch: str = "sorted",
-          buffer_policy: str = "lru") -> ParallelDatabase:
+          buffer_policy: str = "lru", memory_pages: int | None = None) -> ParallelDatabase:
     """A parallel database of ``nodes`` nodes priced with ``profile``. Each node's buffer pool
     holds ``buffer_pages`` pages, by default as many as the profile's memory per node (at least
     16), replaced by the registered ``buffer_policy``; ``rid_fetch`` is how its non-clustered
@@ -74,7 +77,7 @@ def build(nodes: int, profile: str | HardwareProfile, page_size: int = 4096,
     return ParallelDatabase(nodes=nodes, backend=backend, page_size=page_size, profile=profile,
                             disk_nodes=disk_nodes, rid_fetch=rid_fetch,
                             buffer_pages=max(MIN_BUFFER_PAGES, buffer_pages),
-                            buffer_policy=buffer_policy)
+                            buffer_policy=buffer_policy, memory_pages=memory_pages)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class Measurement:
     """CPU seconds of the slowest node of the longest phase."""
     slowest_disk_s: float = 0.0
     """Disk seconds of that node."""
+    per_node: dict | None = None
+    """Each node's counters (phases summed), e.g. what its join counted under ``join``."""
 
 
 ACCESS_KINDS = ("heap_scan", "index_scan", "clustered_index_scan", "hash_lookup",
@@ -115,4 +120,5 @@ def measure(db: ParallelDatabase, statement: str, drop: str | None = None,
     slowest = longest.nodes.get(longest.slowest_node)
     return Measurement(modeled.total_s, result.wall_s, result.rows, longest.bottleneck,
                        tuple(sorted(kinds)), dict(result.counters),
-                       slowest.cpu_s if slowest else 0.0, slowest.disk_s if slowest else 0.0)
+                       slowest.cpu_s if slowest else 0.0, slowest.disk_s if slowest else 0.0,
+                       dict(result.per_node))

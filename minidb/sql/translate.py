@@ -164,6 +164,7 @@ class SelectQuery:
     join_condition: list[Expr] = field(default_factory=list)  # the rest of a LEFT JOIN's ON
     group_keys: list[tuple[str, Expr]] = field(default_factory=list)  # GROUP BY expressions:
     # (name in group_by, expression over the input rows), computed before the aggregation
+    propagated: list[str] = field(default_factory=list)  # conjuncts added by selection propagation
 
     @property
     def names(self) -> list[str]:
@@ -879,6 +880,7 @@ class _Select:
         # WHERE and ON: push single-table conjuncts down, keep equi-joins as edges
         edges: list[JoinEdge] = []
         residual: list[Expr] = []
+        single: list[tuple[int, exp.Expression]] = []  # (table, its own conjunct)
         where = tree.args.get("where")
         for term in _conjuncts(where.this if where is not None else None) + on_terms:
             if any(type(n) in AGGREGATES for n in term.walk()):
@@ -894,6 +896,7 @@ class _Select:
                 base = _ExprBuilder(refs[i].table.schema,
                                     lambda c: Col(scope.resolve(c)[1]))
                 refs[i].filters.append(base.condition(term))
+                single.append((i, term))
                 continue
             edge = self._edge(_unparen(term), row)
             if edge is not None:
@@ -902,8 +905,11 @@ class _Select:
                 residual.append(row.condition(term))
 
         join_condition: list[Expr] = []
+        propagated: list[str] = []
         if outer_on is not None:
             edges, join_condition = self._left_join_on(outer_on, row)
+        elif edges:
+            propagated = self._propagate_selections(single, edges, refs)
 
         # GROUP BY and aggregates
         select_items = list(tree.expressions)
@@ -1007,7 +1013,54 @@ class _Select:
                            distinct_aggregates=frozenset(self.distinct_names), layout=layout,
                            having_text=having_node.sql(dialect="duckdb") if having_node else "",
                            outer=outer_on is not None, join_condition=join_condition,
-                           group_keys=self.group_keys)
+                           group_keys=self.group_keys, propagated=propagated)
+
+    def _propagate_selections(self, single: list[tuple[int, exp.Expression]],
+                              edges: list[JoinEdge], refs: list[Ref]) -> list[str]:
+        """Selection propagation (Gamma paper §6.1: "Selection propagation by the Gamma optimizer
+        reduces joinAselB to joinselAselB"): a conjunct on one column of one table that an
+        inner equi-join equates with a column of another table holds for that column too, so it
+        is added to the other table's filters and fewer of its tuples are read into the join.
+        ``B.x < 10 AND A.x = B.x`` gives ``A.x < 10``. Only conjuncts over that one column,
+        with no subquery and nothing random, are copied; a copy that does not type-check is
+        left out. Chains (``A.x = B.x = C.x``) propagate table by table. Returns the added
+        conjuncts as text, for ``explain()``."""
+        scope = self.scope
+        seen = {(i, term.sql(dialect="duckdb")) for i, term in single}
+        added: list[str] = []
+        pending = list(single)
+        while pending:
+            i, term = pending.pop(0)
+            if term.find(exp.Subquery, exp.Select, exp.Rand, exp.Anonymous) is not None:
+                continue
+            columns = list(term.find_all(exp.Column))
+            if not columns or len({scope.resolve(c) for c in columns}) != 1:
+                continue
+            _, column = scope.resolve(columns[0])
+            here = scope.internal(i, column)
+            for e in edges:
+                if (e.left, e.left_col) == (i, here):
+                    there, there_col = e.right, e.right_col
+                elif (e.right, e.right_col) == (i, here):
+                    there, there_col = e.left, e.left_col
+                else:
+                    continue
+                copy = term.copy()
+                name = there_col.split(".", 1)[1] if scope.qualified else there_col
+                for c in list(copy.find_all(exp.Column)):
+                    c.replace(exp.column(name, table=refs[there].alias))
+                text = copy.sql(dialect="duckdb")
+                if (there, text) in seen:
+                    continue
+                base = _ExprBuilder(refs[there].table.schema, lambda c: Col(scope.resolve(c)[1]))
+                try:
+                    refs[there].filters.append(base.condition(copy))
+                except MinidbError:
+                    continue  # e.g. a function that does not apply to the other column's type
+                seen.add((there, text))
+                added.append(text)
+                pending.append((there, copy))
+        return added
 
     # -- FROM ... JOIN ----------------------------------------------------------------------------
     def _join(self, join: exp.Join) -> list[exp.Expression]:

@@ -6,7 +6,8 @@ subclass registered under a name (``minidb.plugins.names("join")``):
 ``simple_hash``      Gamma's Simple hash with overflow resolution (``simple_hash.py``)
 ``grace_hash``       GRACE: partition both inputs to disk, join pairs (``partitioned.py``)
 ``hybrid_hash``      Hybrid: partitions stay in memory while they fit (``partitioned.py``)
-``sort_merge``       Teradata's sort both inputs, then merge (``sort_merge.py``)
+``sort_merge``       sort both inputs, then merge (``sort_merge.py``)
+``teradata_merge``   Teradata's: spool what arrives, then sort-merge (``sort_merge.py``)
 ``block_nested_loops`` nested loops on the equality (``block_nested_loops.py``)
 ==================== ====================================================================
 
@@ -21,8 +22,8 @@ from minidb.exec.join.hash_join import HashJoin
 from minidb.exec.join.nested_loops import NestedLoopsJoin
 from minidb.exec.join.partitioned import GraceHashJoin, HybridHashJoin
 from minidb.exec.join.simple_hash import SimpleHashJoin  # noqa: I001  (registers in this order)
-from minidb.exec.join.sort_merge import SortMergeJoin
+from minidb.exec.join.sort_merge import SortMergeJoin, TeradataMergeJoin
 
 __all__ = ["BlockNestedLoopsJoin", "GraceHashJoin", "HashJoin", "HybridHashJoin",
            "JoinAlgorithm", "JoinPluginError", "NestedLoopsJoin", "SimpleHashJoin",
-           "SortMergeJoin"]
+           "SortMergeJoin", "TeradataMergeJoin"]

@@ -76,11 +76,18 @@ class SortMergeJoin(JoinAlgorithm):
     priced_counters = {"sort_comparisons": "sort_compare", "merge_tuples": "merge_compare"}
     min_memory_pages = 6
 
+    #: write each input to a temporary file before sorting it (Teradata, see ``TeradataMergeJoin``)
+    spool_inputs = False
+
     def run(self, memory_pages: int) -> Iterator[np.ndarray]:
         half = memory_pages // 2
-        build = ExternalSort(self.ctx, StreamScan(self.build_schema, self.build_batches()),
+        builds, probes = self.build_batches(), self.probe_batches()
+        if self.spool_inputs:
+            builds = self._through_spool(builds, self.build_schema, "build")
+            probes = self._through_spool(probes, self.probe_schema, "probe")
+        build = ExternalSort(self.ctx, StreamScan(self.build_schema, builds),
                              [(self.build_key, True)], half)
-        probe = ExternalSort(self.ctx, StreamScan(self.probe_schema, self.probe_batches()),
+        probe = ExternalSort(self.ctx, StreamScan(self.probe_schema, probes),
                              [(self.probe_key, True)], memory_pages - half)
         try:
             build.open()
@@ -118,6 +125,13 @@ class SortMergeJoin(JoinAlgorithm):
             if build_done and not len(held):
                 break  # no build tuple is left to match the rest of the probe input
 
+    def _through_spool(self, batches: Iterator[np.ndarray], schema, purpose: str):
+        """Every tuple of ``batches`` written to a temporary file, then read back."""
+        writer = self.spool(schema, f"received-{purpose}")
+        for batch in batches:
+            writer.write(batch)
+        yield from self.scan_spool(self.close_spool(writer))
+
     def _count_sort(self, sort: ExternalSort) -> None:
         extra = sort.stats.extra
         n = sort.stats.tuples_in
@@ -135,3 +149,19 @@ def _common_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
     if a.kind == "S" and b.kind == "S":
         return np.dtype(f"S{max(a.itemsize, b.itemsize)}")
     return np.result_type(a, b)
+
+
+@register("join", "teradata_merge")
+class TeradataMergeJoin(SortMergeJoin):
+    """Teradata's join as the Gamma paper describes it (§6, "Join Algorithms"): "As each AMP
+    receives tuples, it stores them in temporary files"; after the redistribution each AMP
+    sort-merges them. Every received tuple is therefore written to disk and read back once,
+    even when it would fit in memory, before the sort-merge join above runs on it.
+
+    Not modeled: Teradata sorts by the hash of the key ("hash-key order") and keeps its files in
+    that order, so a join on the attribute a relation is hashed on could skip the sort as well as
+    the redistribution; here only the redistribution costs less in that case (every tuple stays on
+    its own node)."""
+
+    kind = "teradata_merge_join"
+    spool_inputs = True

@@ -1,0 +1,166 @@
+"""Gamma's join queries against relation size, on Gamma and on the Teradata (Gamma paper, §6.1).
+
+``gamma.joins`` rebuilds Table 3: three join queries on Wisconsin relations of 10,000, 100,000
+and 1,000,000 tuples, joined once on a non-key attribute (unique2, which neither machine
+partitions on) and once on the key (unique1, the attribute every relation is hashed on):
+
+* ``joinABprime``: A joined with Bprime, a relation a tenth of A's size;
+* ``joinAselB``: A joined with B (A's size) restricted to a tenth by a selection on the join
+  attribute; Gamma's optimizer propagates that selection to A ("joinselAselB", §6.1), minidb's
+  translator does the same (``minidb/sql/translate.py``), so only a tenth of A is sent too;
+* ``joinCselAselB``: A and B both restricted to a tenth, joined, and the result joined with C, a
+  tenth of A's size.
+
+Every result is stored in a new relation (``CREATE TABLE r AS SELECT *``), as the paper's
+queries were.
+
+The machines, as §6.1 ran them:
+
+* **Gamma**: 8 processors with disks and 8 diskless ones; the joins run in **Remote** mode (hash
+  tables on the diskless processors only), with Gamma's **Simple hash** join and its overflow
+  resolution (``minidb/exec/join/simple_hash.py``), 4 KB pages, and 4.8 MB of memory for hash
+  tables over the 8 joining processors (§6.1): 153 pages of 4 KB each;
+* **Teradata**: 20 AMPs with disks, hash-organized relations, joins on the AMPs themselves,
+  redistributing both relations on the join attribute (every tuple stays on its AMP when that is
+  the attribute the relation is hashed on) and sort-merging what each AMP received after spooling
+  it to a temporary file (``teradata_merge``, ``minidb/exec/join/sort_merge.py``), with the
+  profile's 2 MB of memory per AMP.
+
+Sizes and scale. ``scale`` shrinks every relation, the memory for hash tables and sorts, the
+buffer pools and the profile's fixed costs together (similarity scaling, as the LH* experiments
+do): a run at ``scale`` 0.1 on 1,000 / 10,000 / 100,000 tuples overflows as often as the paper's
+10,000 / 100,000 / 1,000,000-tuple runs did, and its modeled seconds divided by ``scale`` are
+reported as the time at the paper's size (the row's parameters keep both sizes and the scale).
+``--quick`` runs at 0.1.
+
+Rows: ``response_time`` (Table 3's cells, modeled; and the wall clock), ``overflows`` (the most
+overflow resolutions any joining node made) and ``spill_pages`` (overflow and spool pages
+written, all nodes).
+"""
+
+from __future__ import annotations
+
+from minidb.datagen import generate
+from minidb.experiments.machines import build, measure, scaled_fixed_costs
+from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
+
+PAPER_SIZES = (10_000, 100_000, 1_000_000)
+PAGE_SIZE = 4096
+
+#: each machine as §6.1 ran its joins
+MACHINES = {
+    "gamma": {"nodes": 16, "disk_nodes": 8, "profile": "gamma", "placement": "remote",
+              "join": "simple_hash", "organization": "heap",
+              # §6.1: "the total memory available for hash tables (4.8 megabytes)" over the 8
+              # diskless processors that ran the joins
+              "memory_bytes": 4.8 * 2**20 / 8},
+    "teradata": {"nodes": 20, "disk_nodes": None, "profile": "teradata", "placement": "local",
+                 "join": "teradata_merge", "organization": "hash",
+                 # the profile's 2 MB per AMP (the paper gives no figure for sort memory)
+                 "memory_bytes": 2 * 2**20},
+}
+QUERIES = ("joinabprime", "joinaselb", "joincselaselb")
+ATTRIBUTES = {"nonkey": "unique2", "key": "unique1"}
+MIN_JOIN_PAGES = 6
+
+
+def statements(query: str, attribute: str, tuples: int) -> str:
+    """The SELECT of ``query`` joining on ``attribute`` for relations of ``tuples`` tuples: a
+    tenth is ``attribute < tuples / 10`` (Wisconsin's unique attributes run 0 .. n - 1)."""
+    tenth = max(1, tuples // 10)
+    a = attribute
+    if query == "joinabprime":
+        return f"SELECT * FROM A JOIN Bprime ON A.{a} = Bprime.{a}"
+    if query == "joinaselb":
+        return f"SELECT * FROM A JOIN B ON A.{a} = B.{a} WHERE B.{a} < {tenth}"
+    if query == "joincselaselb":
+        return (f"SELECT * FROM A JOIN B ON A.{a} = B.{a} JOIN C ON C.{a} = A.{a} "
+                f"WHERE A.{a} < {tenth} AND B.{a} < {tenth}")
+    raise ExperimentError(f"unknown join query {query!r}; choose from {', '.join(QUERIES)}")
+
+
+def expected_rows(query: str, tuples: int) -> int:
+    """Every query returns a tenth of the relation: each selected tuple joins exactly once."""
+    return max(1, tuples // 10)
+
+
+def machine(system: str, scale: float, backend: str):
+    """The paper's machine for ``system`` at ``scale`` (see the module docstring)."""
+    spec = MACHINES[system]
+    pages = spec["memory_bytes"] * scale / PAGE_SIZE
+    return build(spec["nodes"], scaled_fixed_costs(spec["profile"], scale), PAGE_SIZE, backend,
+                 disk_nodes=spec["disk_nodes"], buffer_pages=int(pages),
+                 memory_pages=max(MIN_JOIN_PAGES, int(pages)))
+
+
+def load(db, system: str, tuples: int, seed: int) -> None:
+    """A and B (``tuples`` each), Bprime and C (a tenth each), hashed on unique1."""
+    organization = MACHINES[system]["organization"]
+    key = "unique1" if organization == "hash" else None
+    tenth = max(1, tuples // 10)
+    for i, (name, n) in enumerate((("A", tuples), ("B", tuples), ("Bprime", tenth), ("C", tenth))):
+        db.create_table(name, generate("wisconsin", n, seed=seed * 10 + i),
+                        partition="hash(unique1)", organization=organization, key=key)
+
+
+def _check(p: Params) -> None:
+    unknown = [s for s in p["systems"] if s not in MACHINES]
+    if unknown:
+        raise ExperimentError(f"unknown system {unknown[0]!r}; choose from {', '.join(MACHINES)}")
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1, not {p['scale']!r}")
+
+
+@experiment("gamma.joins", title="Join queries vs relation size, Gamma and Teradata",
+            references=("Table 3",),
+            defaults={"scale": 1.0, "sizes": list(PAPER_SIZES), "systems": ["gamma", "teradata"],
+                      "seed": 1, "backend": "inline"},
+            quick={"scale": 0.1})
+def joins(p: Params, progress: Progress) -> list[dict]:
+    _check(p)
+    name, scale = "gamma.joins", p["scale"]
+    rows: list[dict] = []
+    progress.start(len(p["systems"]) * len(p["sizes"]))
+    for system in p["systems"]:
+        spec = MACHINES[system]
+        for paper_tuples in p["sizes"]:
+            tuples = max(100, round(paper_tuples * scale))
+            column = f"{system}_{paper_tuples}"
+            ref = "Table 3" if paper_tuples in PAPER_SIZES else ""
+            with machine(system, scale, p["backend"]) as db:
+                load(db, system, tuples, p["seed"])
+                for variant, attribute in ATTRIBUTES.items():
+                    for query in QUERIES:
+                        sql = statements(query, attribute, tuples)
+                        hint = f"/*+ {spec['placement']} {spec['join']} */ "
+                        m = measure(db, f"{hint}CREATE TABLE r AS {sql}", drop="r")
+                        if m.rows != expected_rows(query, tuples):
+                            raise ExperimentError(f"{query} on {system} stored {m.rows} tuples, "
+                                                  f"not {expected_rows(query, tuples)}")
+                        row = f"{query}_{variant}"
+                        params = {"system": system, "tuples": tuples, "paper_tuples": paper_tuples,
+                                  "scale": scale, "query": query, "attribute": attribute,
+                                  "join": spec["join"], "placement": spec["placement"],
+                                  "nodes": spec["nodes"], "seed": p["seed"],
+                                  "backend": p["backend"], "bottleneck": m.bottleneck}
+                        rows += [
+                            make_row(name, ref, row, column, params, "response_time",
+                                     m.modeled_s / scale, "s"),
+                            make_row(name, "", row, column, params, "response_time", m.wall_s,
+                                     "s", clock="wall"),
+                            make_row(name, "", row, column, params, "overflows",
+                                     _most(m, "overflows"), "count"),
+                            make_row(name, "", row, column, params, "spill_pages",
+                                     _total(m, "spill_pages_written"), "pages"),
+                            make_row(name, "", row, column, params, "remote_bytes",
+                                     m.counters.get("bytes_sent_remote", 0), "bytes")]
+            progress.advance(f"{system} {paper_tuples:,} tuples (run at {tuples:,})")
+    return rows
+
+
+def _most(m, key: str) -> int:
+    return max((n.get("join", {}).get(key, 0) for n in (m.per_node or {}).values()), default=0)
+
+
+def _total(m, key: str) -> int:
+    return sum(n.get("join", {}).get(key, 0) for n in (m.per_node or {}).values())
