@@ -1,0 +1,156 @@
+"""Gamma's join experiment (Table 3): stored results equal DuckDB's, the machines run what §6.1
+says they ran, every Table 3 cell is produced, and the join findings judge it.
+
+Two findings pass on the model; four fail on it (run first on 2026-11-26, before any change to
+the model for joins). They are marked ``xfail(strict=True)`` with the mechanism the model lacks,
+so the suite says what is missing and notices when it is added; their bars are checked against
+the paper's own numbers, which pass every one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+import minidb.experiments.findings as fd
+from minidb.datagen import generate
+from minidb.experiments import gamma_joins
+from minidb.experiments.findings import check_findings
+from minidb.experiments.registry import run_experiment
+from minidb.plugins import _REGISTRY
+from minidb.results.reference import load_reference
+
+JOIN_FINDINGS = ["gamma.joins_linear_until_overflow", "gamma.joins_overflow_breaks_linearity",
+                 "gamma.teradata_joins_linear_in_size", "gamma.joins_beat_teradata_without_overflow",
+                 "gamma.joinaselb_order_differs", "gamma.teradata_key_join_faster"]
+
+
+def verdict(rows, name):
+    return next(r for r in check_findings(rows) if r.name == name)
+
+
+@pytest.fixture(scope="module")
+def quick_rows():
+    return run_experiment("gamma.joins", quick=True)
+
+
+def paper_rows() -> list[dict]:
+    """Table 3 as if a run had produced it, with §6.1's six overflows per processor at 1M."""
+    rows = []
+    for r in load_reference("gamma").to_pylist():
+        if r["reference"] != "Table 3" or r["value"] is None:
+            continue
+        system = r["column"].split("_")[0]
+        base = {"experiment": "gamma.joins", "clock": "modeled", "row": r["row"],
+                "column": r["column"], "parameters": {"system": system}}
+        rows.append({**base, "metric": "response_time", "value": r["value"]})
+        overflows = 6 if r["column"] == "gamma_1000000" else 0
+        rows.append({**base, "metric": "overflows", "value": overflows})
+    return rows
+
+
+@pytest.mark.parametrize("name", JOIN_FINDINGS)
+def test_the_papers_own_numbers_pass_every_join_finding(name):
+    assert verdict(paper_rows(), name).status == "pass", verdict(paper_rows(), name).detail
+
+
+def test_every_table3_cell_is_produced_at_quick_scale(quick_rows):
+    published = {(r["row"], r["column"]) for r in load_reference("gamma").to_pylist()
+                 if r["reference"] == "Table 3"}
+    produced = {(r["row"], r["column"]) for r in quick_rows
+                if r["reference"] == "Table 3" and r["clock"] == "modeled"}
+    assert produced == published and len(published) == 36
+    for r in quick_rows:
+        assert r["parameters"]["tuples"] == round(r["parameters"]["paper_tuples"] * 0.1)
+
+
+def test_the_machines_run_what_section_6_1_describes(quick_rows):
+    def value(metric, row, column):
+        return next(r["value"] for r in quick_rows if r["metric"] == metric and r["row"] == row
+                    and r["column"] == column and r["clock"] == "modeled")
+
+    for r in quick_rows:
+        system = r["parameters"]["system"]
+        assert r["parameters"]["join"] == {"gamma": "simple_hash", "teradata": "teradata_merge"}[
+            system]
+        assert r["parameters"]["placement"] == {"gamma": "remote", "teradata": "local"}[system]
+    # Gamma's hash tables hold the 10,000- and 100,000-tuple joins; the million-tuple ones
+    # overflow on every joining processor (scaled memory and data keep that ratio)
+    for row in fd.JOIN_ROWS:
+        assert value("overflows", row, "gamma_100000") == 0
+        assert value("overflows", row, "gamma_1000000") >= 2
+    # the Teradata joins on the key keep every tuple on its AMP; on a non-key attribute they move
+    for q in fd.JOIN_QUERIES:
+        assert value("remote_bytes", f"{q}_key", "teradata_100000") == 0
+        assert value("remote_bytes", f"{q}_nonkey", "teradata_100000") > 0
+    # selection propagation: joinAselB sends a tenth of A where joinABprime sends all of it
+    assert value("remote_bytes", "joinaselb_nonkey", "gamma_100000") < \
+        0.4 * value("remote_bytes", "joinabprime_nonkey", "gamma_100000")
+
+
+@pytest.mark.parametrize("system", ["gamma", "teradata"])
+def test_stored_join_results_equal_duckdb(system):
+    tuples = 2000
+    with gamma_joins.machine(system, 0.02, "inline") as db:
+        gamma_joins.load(db, system, tuples, seed=3)
+        con = duckdb.connect()
+        for i, name in enumerate(("A", "B", "Bprime", "C")):
+            n = tuples if name in ("A", "B") else tuples // 10
+            con.register(name, generate("wisconsin", n, seed=3 * 10 + i))
+        spec = gamma_joins.MACHINES[system]
+        for attribute in gamma_joins.ATTRIBUTES.values():
+            for query in gamma_joins.QUERIES:
+                sql = gamma_joins.statements(query, attribute, tuples)
+                db.sql(f"/*+ {spec['placement']} {spec['join']} */ CREATE TABLE r AS {sql}")
+                got = db.sql("SELECT * FROM r").to_arrow()
+                want = con.sql(sql).fetchall()
+                assert got.num_rows == len(want) == tuples // 10
+                assert sorted(tuple(r.values()) for r in got.to_pylist()) == sorted(want)
+                db.drop_table("r")
+
+
+@pytest.mark.parametrize("name", ["gamma.joins_linear_until_overflow",
+                                  "gamma.joins_beat_teradata_without_overflow"])
+def test_findings_the_model_meets(quick_rows, name):
+    assert verdict(quick_rows, name).status == "pass", verdict(quick_rows, name).detail
+
+
+MISSING = {
+    "gamma.joins_overflow_breaks_linearity": (
+        "the model resolves an overflow inside one join node (re-reading its own spool files); "
+        "Gamma resolves it as a new distributed join, re-reading and re-sending the overflow "
+        "partitions through the network with a new hash function (§6, §6.2.2), not built yet"),
+    "gamma.teradata_joins_linear_in_size": (
+        "the Teradata join is priced as page-at-a-time spooling and a sort; Teradata stores each "
+        "received tuple into a hash-ordered temporary file as it arrives (§6), whose per-tuple "
+        "I/O the model does not count, so fixed costs dominate at 10,000 tuples"),
+    "gamma.joinaselb_order_differs": (
+        "Gamma's order holds; the Teradata's depends on the same missing per-tuple spool cost"),
+    "gamma.teradata_key_join_faster": (
+        "the Teradata skips redistribution and its hash-key-order spool on the key; the model only "
+        "saves the network, which costs the Teradata little"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISSING))
+def test_findings_the_model_does_not_meet_yet(quick_rows, name):
+    if verdict(quick_rows, name).status != "pass":
+        pytest.xfail(MISSING[name])
+    pytest.fail(f"{name} passes now: remove it from MISSING and say what changed")
+
+
+def test_a_fixed_cost_that_dominates_breaks_the_linear_finding(monkeypatch):
+    """Three seconds to start each operator (a broken Gamma) flattens growth with size."""
+    broken = dataclasses.replace(_REGISTRY["hardware_profile"]["gamma"], operator_startup_ms=3000.0)
+    monkeypatch.setitem(_REGISTRY["hardware_profile"], "gamma", broken)
+    rows = run_experiment("gamma.joins", systems=["gamma"], sizes=[10_000, 100_000], scale=0.1)
+    assert verdict(rows, "gamma.joins_linear_until_overflow").status == "fail"
+
+
+def test_a_slow_gamma_breaks_the_comparison_with_teradata(monkeypatch):
+    """A Gamma whose processors were ten times slower would lose to the Teradata."""
+    broken = dataclasses.replace(_REGISTRY["hardware_profile"]["gamma"], mips=0.06)
+    monkeypatch.setitem(_REGISTRY["hardware_profile"], "gamma", broken)
+    rows = run_experiment("gamma.joins", sizes=[10_000, 100_000], scale=0.1)
+    assert verdict(rows, "gamma.joins_beat_teradata_without_overflow").status == "fail"
