@@ -130,3 +130,12 @@ def test_every_lab4_question_has_an_answer():
     assert asked == ["A1", "B1", "C1", "D1", "E1", "G1", "G2", "G3"]
     for q in asked:
         assert re.search(rf"^### {q}\. ", answers, re.M), f"no answer to question {q}"
+
+
+def test_every_lab2_question_has_an_answer():
+    lab = (ROOT / "labs" / "lab2_joins" / "lab2_joins.py").read_text()
+    asked = re.findall(r"\*\*Question ([A-Z]\d)\.\*\*", lab)
+    answers = (KIT / "lab2_joins" / "answers.md").read_text()
+    assert asked == ["B1", "B2", "C1", "C2", "D1"]
+    for q in asked:
+        assert re.search(rf"^### {q}\. ", answers, re.M), f"no answer to question {q}"

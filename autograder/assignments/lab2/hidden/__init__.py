@@ -1,0 +1,38 @@
+"""Lab 2's hidden cases: graded like the public ones, but not part of the student release.
+
+Their inputs come from seeds and sizes other than the public ones; what they must produce is never
+stored, the grader works it out (see ``joins``). Each has the category of a public case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.assignments.lab2.joins import draws, join_case, skewed, text, unique
+from autograder.grading import Case
+
+
+def join_cases() -> list[Case]:
+    sk_b, sk_p = skewed(9015, 700, 120, 42)
+    return [
+        join_case("D8", "the build input fits in memory, more probe tuples", 6, hidden=True,
+                  build=unique(9011, 1500), probe=draws(9012, 6000, 2500), memory=40,
+                  category="fits in memory"),
+        join_case("D9", "keys repeated on both sides, less memory", 6, hidden=True,
+                  build=draws(9013, 3000, 1500), probe=draws(9014, 2000, 1500), memory=9,
+                  category="duplicate keys"),
+        join_case("D10", "a quarter of the memory, a larger build input", 6, hidden=True,
+                  build=unique(9016, 8000), probe=draws(9017, 5000, 9000), memory=29,
+                  category="a quarter of the memory"),
+        join_case("D11", "partitions bigger than memory, five pages", 6, hidden=True,
+                  build=unique(9018, 15000), probe=draws(9019, 4000, 15000), memory=5,
+                  category="a partition bigger than memory"),
+        join_case("D12", "every build tuple has the same key, more of them", 6, hidden=True,
+                  build=sk_b, probe=sk_p, memory=4, category="one key for every tuple"),
+        join_case("D13", "an empty probe input, a larger build input", 7, hidden=True,
+                  build=unique(9020, 1300), probe=np.zeros(0, dtype=np.int64), memory=6,
+                  category="an empty input"),
+        join_case("D14", "text keys, many repeated", 7, hidden=True,
+                  build=text(9021, 2500, 400, 5), probe=text(9022, 1500, 600, 7), memory=7,
+                  category="text keys"),
+    ]
