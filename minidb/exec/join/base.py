@@ -45,7 +45,10 @@ What a subclass declares:
   ``partition``, ``sort_compare``, ``merge_compare`` ...). A join that declares none is refused
   when it is built, so a new algorithm cannot run for free on the modeled clock;
 * ``min_memory_pages`` and ``supports_outer`` (LEFT OUTER JOIN; only the default hash join and
-  nested loops preserve the probe side today).
+  nested loops preserve the probe side today);
+* optionally ``announces_build = True``, yielding ``BUILD_DONE`` from ``run`` once the build input
+  is consumed: ``open`` then builds, so in a parallel plan the build work falls in the build
+  phase as in Gamma. Without it the join builds when its first output is asked for.
 """
 
 from __future__ import annotations
@@ -64,6 +67,16 @@ from minidb.exec.store import SpoolWriter, tuples_per_page
 from minidb.hashing import hash_column
 from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import NULLS, Schema, null_mask, take_records
+
+
+class _BuildDone:
+    def __repr__(self) -> str:
+        return "BUILD_DONE"
+
+
+BUILD_DONE = _BuildDone()
+"""What ``run`` may yield (once) when it has consumed its whole build input and not yet read the
+probe input; with ``announces_build = True`` the join's ``open`` runs it up to there."""
 
 
 class JoinPluginError(MinidbError):
@@ -95,6 +108,9 @@ class JoinAlgorithm(Operator):
     priced_counters: ClassVar[Mapping[str, str]] = {}
     min_memory_pages: ClassVar[int] = 1
     supports_outer: ClassVar[bool] = False
+    #: ``run`` yields ``BUILD_DONE`` once its build input is consumed: ``open`` then runs it that
+    #: far, so a parallel plan's build phase does the building (Gamma §6: build, then probe)
+    announces_build: ClassVar[bool] = False
 
     def __init__(self, ctx: ExecContext, build: Operator, probe: Operator, build_key: str,
                  probe_key: str, memory_pages: int, outer: bool = False,
@@ -134,6 +150,11 @@ class JoinAlgorithm(Operator):
             self.stats.extra.setdefault(name, 0)
         self._null_probe = []
         self._output = self._with_padding(self.run(memory))
+        self._pending = None
+        if self.announces_build:  # build now: in a parallel plan, in the build phase
+            first = next(self._output, None)
+            if first is not BUILD_DONE:
+                self._pending = first  # an output batch (or the end) came first
 
     def _with_padding(self, rows: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         yield from rows
@@ -141,7 +162,12 @@ class JoinAlgorithm(Operator):
             yield self.pad(np.concatenate(self._null_probe))
 
     def _next(self) -> np.ndarray | None:
-        return next(self._output, None)
+        if self._pending is not None:
+            batch, self._pending = self._pending, None
+            return batch
+        while (batch := next(self._output, None)) is BUILD_DONE:
+            pass  # a later level's build: nothing to hand out
+        return batch
 
     def _close(self) -> None:
         if self._output is not None:
@@ -325,4 +351,4 @@ def batches_of(rows: np.ndarray, step: int) -> Iterator[np.ndarray]:
         yield rows[start:start + step]
 
 
-__all__ = ["JoinAlgorithm", "JoinPluginError", "batches_of", "check_join_class"]
+__all__ = ["BUILD_DONE", "JoinAlgorithm", "JoinPluginError", "batches_of", "check_join_class"]

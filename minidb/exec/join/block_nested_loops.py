@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from minidb.exec.expr import And, Col, Compare
-from minidb.exec.join.base import JoinAlgorithm
+from minidb.exec.join.base import BUILD_DONE, JoinAlgorithm
 from minidb.exec.join.nested_loops import MIN_PAGES, NestedLoopsJoin
 from minidb.exec.join.sort_merge import StreamScan
 from minidb.plugins import register
@@ -32,6 +32,7 @@ class BlockNestedLoopsJoin(JoinAlgorithm):
     priced_counters = {"pairs": "filter"}
     min_memory_pages = MIN_PAGES
     supports_outer = True
+    announces_build = True
 
     def run(self, memory_pages: int) -> Iterator[np.ndarray]:
         on = Compare("=", Col(self.probe_key), Col(self.build_key))
@@ -43,6 +44,7 @@ class BlockNestedLoopsJoin(JoinAlgorithm):
         loops.open()
         self.note_memory(memory_pages)
         try:
+            yield BUILD_DONE
             while (batch := loops.next()) is not None:
                 yield batch
         finally:

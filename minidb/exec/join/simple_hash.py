@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from minidb.exec.join.base import JoinAlgorithm
+from minidb.exec.join.base import BUILD_DONE, JoinAlgorithm
 from minidb.plugins import register
 from minidb.storage.schema import take_records
 
@@ -55,6 +55,7 @@ class SimpleHashJoin(JoinAlgorithm):
     priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe",
                        "spilled_tuples": "partition"}
     min_memory_pages = 2
+    announces_build = True
 
     def run(self, memory_pages: int) -> Iterator[np.ndarray]:
         self.limit = (memory_pages - 1) * self.capacity()
@@ -86,6 +87,7 @@ class SimpleHashJoin(JoinAlgorithm):
         table = np.concatenate(kept) if kept else np.empty(0, dtype=self.build_schema.dtype)
         self.note_memory(self.pages(len(table)) + (build_spill is not None))
         directory, table = self.table(table)
+        yield BUILD_DONE
         probe_spill = None if build_spill is None else self.spool(self.probe_schema,
                                                                    "overflow-probe")
         for batch in probes():

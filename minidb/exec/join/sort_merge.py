@@ -34,7 +34,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from minidb.exec.iterator import Operator
-from minidb.exec.join.base import JoinAlgorithm
+from minidb.exec.join.base import BUILD_DONE, JoinAlgorithm
 from minidb.exec.join.key_directory import _expand
 from minidb.exec.sort import ExternalSort
 from minidb.plugins import register
@@ -75,6 +75,7 @@ class SortMergeJoin(JoinAlgorithm):
     kind = "sort_merge_join"
     priced_counters = {"sort_comparisons": "sort_compare", "merge_tuples": "merge_compare"}
     min_memory_pages = 6
+    announces_build = True
 
     #: write each input to a temporary file before sorting it (Teradata, see ``TeradataMergeJoin``)
     spool_inputs = False
@@ -91,6 +92,7 @@ class SortMergeJoin(JoinAlgorithm):
                              [(self.probe_key, True)], memory_pages - half)
         try:
             build.open()
+            yield BUILD_DONE
             probe.open()
             self.note_memory(memory_pages)
             yield from self._merge(build, probe)
