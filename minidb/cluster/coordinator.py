@@ -96,6 +96,7 @@ from minidb.catalog import (
     stats_to_json,
     write_json_atomically,
 )
+from minidb.cluster.overflow import MAX_DISTRIBUTED_PASSES, ROUTING_SEED, spool_names
 from minidb.database import (
     DEFAULT_PAGE_SIZE,
     Database,
@@ -642,6 +643,15 @@ class ParallelDatabase:
                 f"backend={self.backend.name})")
 
 
+def _with_overflow_spool(scan: dict, key: str, level: int, cuts: list, distributed: dict) -> dict:
+    """The probe scan ``scan`` with Gamma's overflow test before its split table: tuples routed
+    to a node that overflowed, at or above its cut of ``h_level``, are spooled at the producer."""
+    step = ("overflow_spool", {"key": key, "level": level, "cuts": list(cuts),
+                               "partitioner": scan["sink"]["partitioner"],
+                               "name": distributed["spools"]["probe"]})
+    return dict(scan, steps=list(scan["steps"]) + [step])
+
+
 def _stored_roles(stored: dict, where, disk_nodes, diskless_nodes, page_size) -> tuple[int, int]:
     """Disk node count and page size of a stored cluster; asking for others is an error."""
     disk = stored.get("disk_nodes")
@@ -1154,6 +1164,9 @@ class _Run:
                             "mode": "partition", "consumers": joiners, "partitioner": by_row}
         bspec, bnodes, _ = scans[b]
         pspec, pnodes, _ = scans[pr]
+        overflow = self._distributes_overflow(join, q, distinct)
+        if overflow:
+            join["source"]["distributed"] = {"level": 0, "spools": spool_names(join["id"], 0)}
         self.phase("build", [(n, "start", (join,)) for n in joiners]
                    + [(n, "run", (bspec,)) for n in bnodes], texts=[
             f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
@@ -1162,19 +1175,103 @@ class _Run:
             return self._probe_distinct(q, join, join_schema, joiners, pspec, pnodes,
                                         f"scan {q.refs[pr].table.name} on nodes {pnodes} -> "
                                         f"hash({pkey}) to nodes {joiners}")
+        if overflow:
+            cuts = self._overflow_cuts(join, joiners)
+            if any(c is not None for c in cuts):
+                pspec = _with_overflow_spool(pspec, pkey, 0, cuts, join["source"]["distributed"])
         parts = self.phase("probe", [(n, "drain", (join["id"],)) for n in joiners]
                            + [(n, "run", (pspec,)) for n in pnodes], texts=[
-            f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}",
+            f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}"
+            + (" (tuples above an overflowed node's cut spooled here)" if overflow
+               and any(c is not None for c in cuts) else ""),
             f"probe on nodes {joiners}" + (f" (left outer join: each {q.refs[pr].table.name} "
                                            "tuple that matches nothing is padded with NULLs)"
                                            if q.outer else "") + " -> host"])
-        rows = _cat(parts[:len(joiners)], join_schema)
+        parts = parts[:len(joiners)]
+        if overflow and any(c is not None for c in cuts):
+            parts += self._overflow_passes(join, joiners, sorted(set(pnodes) | set(joiners)),
+                                           schemas[b], schemas[pr], bkey, pkey)
+        rows = _cat(parts, join_schema)
         if not q.aggregating:
             return self._finish(q, join_schema, [rows], projected=True)
         host = aggregate_query(self.pdb.host.ctx, ArrayScan(join_schema, rows), q,
                                self.pdb.host.memory_pages)
         self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
+
+    def _distributes_overflow(self, join: dict, q: SelectQuery, distinct: bool) -> bool:
+        """Whether the join resolves overflow as Gamma does, across the nodes
+        (``minidb.cluster.overflow``): a Simple hash join of an inner join."""
+        from minidb.exec.join.simple_hash import SimpleHashJoin
+
+        algorithm = join["source"]["algorithm"]
+        return issubclass(algorithm, SimpleHashJoin) and not q.outer and not distinct
+
+    def _overflow_cuts(self, join: dict, joiners: list[int]) -> list[int | None]:
+        """Each joining node's cut after its build (None: no overflow), by consumer position."""
+        return self.pdb.backend.call_many([(n, "overflow_cut", (join["id"],)) for n in joiners],
+                                          "overflow cuts")
+
+    def _overflow_passes(self, join: dict, joiners: list[int], holders: list[int],
+                         build_schema: Schema, probe_schema: Schema, bkey: str,
+                         pkey: str) -> list[np.ndarray]:
+        """Gamma's overflow resolution (§6): join the overflow files of the last pass as a new
+        distributed join, redistributed with a new hash function, until no node overflows; the
+        pass after ``MAX_DISTRIBUTED_PASSES`` finishes inside each node. Returns each pass's
+        rows."""
+        out: list[np.ndarray] = []
+        names = join["source"]["distributed"]["spools"]
+        level = 0
+        try:
+            while True:
+                level += 1
+                bp, pp = Hash(bkey, seed=ROUTING_SEED + level), Hash(pkey, seed=ROUTING_SEED + level)
+                bp.fit(None, len(joiners))
+                pp.fit(None, len(joiners))
+                xb, xp = self.exchange("overflow-build"), self.exchange("overflow-probe")
+                bscan = {"id": self.exchange("scan"), "hint": self.hints, "steps": [],
+                         "source": {"kind": "spool", "name": names["build"],
+                                    "schema": build_schema},
+                         "sink": {"kind": "split", "exchange": xb, "mode": "partition",
+                                  "consumers": joiners, "partitioner": bp}}
+                pscan = {"id": self.exchange("scan"), "hint": self.hints, "steps": [],
+                         "source": {"kind": "spool", "name": names["probe"],
+                                    "schema": probe_schema},
+                         "sink": {"kind": "split", "exchange": xp, "mode": "partition",
+                                  "consumers": joiners, "partitioner": pp}}
+                spec = dict(join, id=self.exchange("join"))
+                distributed = ({"level": level, "spools": spool_names(join["id"], level)}
+                               if level < MAX_DISTRIBUTED_PASSES else None)
+                spec["source"] = dict(
+                    join["source"], distributed=distributed,
+                    build={"kind": "receive", "exchange": xb, "producers": joiners,
+                           "schema": build_schema},
+                    probe={"kind": "receive", "exchange": xp, "producers": holders,
+                           "schema": probe_schema})
+                self.phase(f"overflow pass {level}: build",
+                           [(n, "start", (spec,)) for n in joiners]
+                           + [(n, "run", (bscan,)) for n in joiners], texts=[
+                    f"read the build overflow files on nodes {joiners} -> a new hash of {bkey} "
+                    f"to nodes {joiners}",
+                    f"build on nodes {joiners}" + ("" if distributed else
+                                                   " (this pass resolves any overflow itself)")])
+                cuts = self._overflow_cuts(spec, joiners) if distributed else [None] * len(joiners)
+                if any(c is not None for c in cuts):
+                    pscan = _with_overflow_spool(pscan, pkey, level, cuts, distributed)
+                parts = self.phase(f"overflow pass {level}: probe",
+                                   [(n, "drain", (spec["id"],)) for n in joiners]
+                                   + [(n, "run", (pscan,)) for n in holders], texts=[
+                    f"read the probe overflow files on nodes {holders} -> a new hash of {pkey} "
+                    f"to nodes {joiners}", f"probe on nodes {joiners} -> host"])
+                out += parts[:len(joiners)]
+                self.pdb.backend.call_all("drop_spools", {n: ([names["build"], names["probe"]],)
+                                                          for n in holders}, "drop overflow files")
+                if not any(c is not None for c in cuts):
+                    return out
+                names = distributed["spools"]
+        finally:
+            self.pdb.backend.call_all("drop_spools", {n: ([names["build"], names["probe"]],)
+                                                      for n in holders}, "drop overflow files")
 
     def _note_propagation(self, q: SelectQuery) -> None:
         if q.propagated:

@@ -27,6 +27,7 @@ import numpy as np
 
 from minidb.catalog import Table, TableLoader, stats_to_json
 from minidb.cluster.machine import phase_timeout
+from minidb.cluster.overflow import OverflowSpool, SpoolScan
 from minidb.database import Database
 from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
@@ -55,6 +56,7 @@ COST_KIND = {
     "hash_lookup": "index_scan", "dense_index_scan": "index_scan", "filter": "filter",
     "project": "project", "hash_aggregate": "aggregate", "store": "store", "insert": "store",
     "update": "store", "delete": "store", "array_scan": "copy", "materialize": "copy",
+    "overflow_spool": "partition", "spool_scan": "heap_scan",
 }
 
 WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
@@ -65,13 +67,15 @@ EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "
                 "packets_delivered", "packets_to_host", "bytes_to_host", "messages_sent")
 
 
-def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 60.0) -> Operator:
+def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 60.0,
+               spools: dict | None = None) -> Operator:
     """The operator tree of one fragment ``spec`` over the tables of ``db`` (its split table
     excluded): a source, then steps ("project", outputs), ("filter", predicate),
     ("aggregate", group columns, aggregates), ("distinct",) (drop duplicate tuples: a hash
     aggregation grouping on every column) and ("average", [(output, sum, count)]). The coordinator also calls this on empty copies of the tables to learn the
     output schema of a fragment before any node runs it."""
-    op = _source(db, spec["source"], inbox, timeout, spec.get("hint"))
+    spools = {} if spools is None else spools  # the node's overflow files, by name
+    op = _source(db, spec["source"], inbox, timeout, spec.get("hint"), spools)
     for step in spec.get("steps", []):
         if step[0] == "project":
             op = Project(op, step[1])
@@ -81,6 +85,8 @@ def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 6
             op = HashAggregate(db.ctx, op, step[1], step[2], db.memory_pages)
         elif step[0] == "distinct":  # duplicate elimination: group on every column
             op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
+        elif step[0] == "overflow_spool":  # Gamma's overflow resolution, at a probe producer
+            op = OverflowSpool(db.ctx, op, step[1], spools)
         elif step[0] == "average":  # AVG = sum / count, after a final aggregation
             keep = [(n, Col(n)) for n in op.schema.names]
             op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in step[1]])
@@ -89,7 +95,8 @@ def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 6
     return op
 
 
-def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint) -> Operator:
+def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint,
+            spools: dict) -> Operator:
     kind = src["kind"]
     if kind == "scan":
         hints = hint if isinstance(hint, Hints) else parse_hints(hint)
@@ -103,12 +110,17 @@ def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint) 
     if kind == "join":
         from minidb.exec.join.hash_join import HashJoin
 
-        build = _source(db, src["build"], inbox, timeout, hint)
-        probe = _source(db, src["probe"], inbox, timeout, hint)
+        build = _source(db, src["build"], inbox, timeout, hint, spools)
+        probe = _source(db, src["probe"], inbox, timeout, hint, spools)
         algorithm = src.get("algorithm") or HashJoin
-        return algorithm(db.ctx, build, probe, src["build_key"], src["probe_key"],
-                         db.memory_pages, outer=src.get("outer", False),
-                         condition=src.get("condition"))
+        op = algorithm(db.ctx, build, probe, src["build_key"], src["probe_key"],
+                       db.memory_pages, outer=src.get("outer", False),
+                       condition=src.get("condition"))
+        if src.get("distributed") is not None:  # Gamma's distributed overflow resolution
+            op.distributed = src["distributed"]
+        return op
+    if kind == "spool":
+        return SpoolScan(src["schema"], spools.get(src["name"], []))
     if kind == "array":
         return ArrayScan(src["schema"], src["records"])
     raise MinidbError(f"internal error: unknown fragment source {kind!r}")
@@ -147,6 +159,7 @@ class Node:
         self._open: dict[str, tuple[Operator, dict]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
+        self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
         self._lock = threading.Lock()
         self._work: dict[str, Any] = {}
         self._io = self.db.disk.io.snapshot()
@@ -290,9 +303,24 @@ class Node:
 
     def start(self, spec: dict) -> None:
         """Build and open a fragment (a hash join reads its whole build input here)."""
-        root = build_tree(self.db, spec, self.inbox, self.timeout)
+        root = build_tree(self.db, spec, self.inbox, self.timeout, self._spools)
         root.open()
         self._open[spec["id"]] = (root, spec)
+
+    def overflow_cut(self, frag_id: str) -> int | None:
+        """The cut of the distributed Simple hash join of an opened fragment after its build
+        (None: its table did not overflow); see ``minidb.cluster.overflow``."""
+        root, _ = self._open[frag_id]
+        for op in root.walk():
+            if getattr(op, "distributed", None) is not None:
+                return op.cut
+        return None
+
+    def drop_spools(self, names: list[str]) -> None:
+        """Remove the overflow files kept under ``names``."""
+        for name in names:
+            for heap in self._spools.pop(name, []):
+                self.db.ctx.drop_temp(heap)
 
     def drain(self, frag_id: str) -> np.ndarray | None:
         """Run an opened fragment to its end into its sink."""
@@ -322,10 +350,19 @@ class Node:
                 self._held.setdefault(sink["key"], []).extend(_Opened(root))
             else:
                 raise MinidbError(f"internal error: unknown sink {sink['kind']!r}")
+            self._keep_overflow(root)
         finally:
             root.close()
         self._count_tree(root)
         return out
+
+    def _keep_overflow(self, root: Operator) -> None:
+        """File the overflow files a distributed Simple hash join left under the plan's names."""
+        for op in root.walk():
+            heaps = getattr(op, "overflow_heaps", None)
+            if getattr(op, "distributed", None) is not None and heaps:
+                for side, heap in heaps.items():
+                    self._spools.setdefault(op.distributed["spools"][side], []).append(heap)
 
     def store_held(self, key: str, name: str, schema: Schema) -> dict:
         """Write the tuples a ``hold`` sink kept as this node's fragment of a new relation ``name``

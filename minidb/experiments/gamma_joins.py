@@ -17,9 +17,11 @@ queries were.
 The machines, as §6.1 ran them:
 
 * **Gamma**: 8 processors with disks and 8 diskless ones; the joins run in **Remote** mode (hash
-  tables on the diskless processors only), with Gamma's **Simple hash** join and its overflow
-  resolution (``minidb/exec/join/simple_hash.py``), 4 KB pages, and 4.8 MB of memory for hash
-  tables over the 8 joining processors (§6.1): 153 pages of 4 KB each;
+  tables on the diskless processors only), with Gamma's **Simple hash** join and its
+  distributed overflow resolution (``minidb/exec/join/simple_hash.py``,
+  ``minidb/cluster/overflow.py``: the probe producers keep the tuples above each cut at home,
+  every pass is a new distributed join with a new hash function), 4 KB pages, and 4.8 MB of
+  memory for hash tables over the 8 joining processors (§6.1): 153 pages of 4 KB each;
 * **Teradata**: 20 AMPs with disks, hash-organized relations, joins on the AMPs themselves,
   redistributing both relations on the join attribute (every tuple stays on its AMP when that is
   the attribute the relation is hashed on) and sort-merging what each AMP received after spooling

@@ -57,15 +57,57 @@ class SimpleHashJoin(JoinAlgorithm):
     min_memory_pages = 2
     announces_build = True
 
+    #: set by a parallel plan (``minidb.cluster.overflow``): ``{"level": k, "spools": names}``
+    #: makes this a processor of Gamma's *distributed* overflow resolution. It then records its
+    #: cut (``cut``) after the build, keeps its overflow files (``overflow_heaps``) instead of
+    #: joining them itself, and the coordinator runs the next pass across all processors.
+    distributed: dict | None = None
+
     def run(self, memory_pages: int) -> Iterator[np.ndarray]:
         self.limit = (memory_pages - 1) * self.capacity()
         for name in ("overflows", "overflow_events", "spilled_tuples", "spill_pages_written",
                      "spill_pages_read"):
             self.stats.extra.setdefault(name, 0)
-        yield from self._pass(self.build_batches(), self.probe_batches, level=0)
+        if self.distributed is not None:
+            yield from self._distributed_pass(self.distributed["level"])
+        else:
+            yield from self._pass(self.build_batches(), self.probe_batches, level=0)
 
     def _pass(self, builds: Iterator[np.ndarray], probes: Callable[[], Iterator[np.ndarray]],
               level: int) -> Iterator[np.ndarray]:
+        table, cut, build_spill = self._build(builds, level)
+        directory, table = self.table(table)
+        yield BUILD_DONE
+        probe_spill = yield from self._probe(probes(), level, cut, directory, table)
+        if build_spill is None:
+            return
+        build_file, probe_file = self.close_spool(build_spill), self.close_spool(probe_spill)
+        if not len(table) or level + 1 >= MAX_LEVELS:  # no hash function splits these keys
+            yield from self.join_by_memory_loads(build_file, probe_file, self.limit)
+            return
+        del directory, table
+        yield from self._pass(self.scan_spool(build_file), lambda: self.scan_spool(probe_file),
+                              level + 1)
+
+    def _distributed_pass(self, level: int) -> Iterator[np.ndarray]:
+        """One processor's share of one pass of the distributed resolution: build, record the
+        cut, probe with what the producers sent, keep both overflow files for the next pass."""
+        self.cut = None
+        self.overflow_heaps: dict[str, object] = {}
+        table, cut, build_spill = self._build(self.build_batches(), level)
+        self.cut = None if cut is None else int(cut)
+        directory, table = self.table(table)
+        yield BUILD_DONE
+        # the producers kept the probe tuples above the cut; any that still come are spooled here
+        probe_spill = yield from self._probe(self.probe_batches(), level, cut, directory, table)
+        if build_spill is not None:
+            self.overflow_heaps["build"] = self.close_spool(build_spill)
+            self.overflow_heaps["probe"] = self.close_spool(probe_spill)
+
+    def _build(self, builds: Iterator[np.ndarray], level: int):
+        """Enter the build tuples into a table of at most ``limit``; on overflow, move the part
+        of the key space above a cut of ``level_hash(level)`` to an overflow file. Returns the
+        table's tuples, the cut (None: no overflow) and the overflow file's writer."""
         kept, rows, cut = [], 0, None
         build_spill = None
         for batch in builds:
@@ -86,26 +128,20 @@ class SimpleHashJoin(JoinAlgorithm):
                 rows = len(kept[0])
         table = np.concatenate(kept) if kept else np.empty(0, dtype=self.build_schema.dtype)
         self.note_memory(self.pages(len(table)) + (build_spill is not None))
-        directory, table = self.table(table)
-        yield BUILD_DONE
-        probe_spill = None if build_spill is None else self.spool(self.probe_schema,
-                                                                   "overflow-probe")
-        for batch in probes():
+        return table, cut, build_spill
+
+    def _probe(self, probes: Iterator[np.ndarray], level: int, cut, directory, table):
+        """Probe the table with every batch; tuples at or above the cut go to an overflow file
+        (returned: its writer, or None without overflow)."""
+        probe_spill = None if cut is None else self.spool(self.probe_schema, "overflow-probe")
+        for batch in probes:
             self.count("probe_tuples", len(batch))
             if cut is not None:
                 batch = self._route(batch, self.probe_key, level, cut, probe_spill)
             if len(batch) and len(table):
                 probe_idx, build_idx = self.equal_pairs(batch, table, directory)
                 yield from self.emit(batch, table, probe_idx, build_idx)
-        if build_spill is None:
-            return
-        build_file, probe_file = self.close_spool(build_spill), self.close_spool(probe_spill)
-        if not len(table) or level + 1 >= MAX_LEVELS:  # no hash function splits these keys
-            yield from self.join_by_memory_loads(build_file, probe_file, self.limit)
-            return
-        del directory, table
-        yield from self._pass(self.scan_spool(build_file), lambda: self.scan_spool(probe_file),
-                              level + 1)
+        return probe_spill
 
     def _route(self, batch: np.ndarray, key: str, level: int, cut: np.uint64, spill,
                hashes: np.ndarray | None = None) -> np.ndarray:
