@@ -166,3 +166,79 @@ def _most(m, key: str) -> int:
 
 def _total(m, key: str) -> int:
     return sum(n.get("join", {}).get(key, 0) for n in (m.per_node or {}).values())
+
+
+# ---------------------------------------------------------------------------------------------
+# §6.2.1: constant memory, constant page size, 1 to 8 processors with disks (Figures 10-13)
+
+SPEEDUP_TUPLES = 100_000
+PLACEMENTS = ("local", "remote", "allnodes")
+SPEEDUP_BASE = 2
+"""§6.2.1 plots speedup against the two-processor time, so short-circuiting at one processor
+does not flatter the larger configurations."""
+SPEEDUP_MEMORY_PAGES = 1024
+"""Memory per joining processor for hash tables in §6.2.1: "large enough to insure that no
+partition overflow would occur" (4 MB of 4 KB pages, more than a tenth of a 100,000-tuple
+relation on one processor; the rows record that no processor overflowed)."""
+
+
+@experiment("gamma.join_speedup", title="joinABprime on 1-8 processors with disks, Local / "
+            "Remote / Allnodes", references=("Figure 10", "Figure 11", "Figure 12", "Figure 13"),
+            defaults={"scale": 1.0, "nodes": list(range(1, 9)), "seed": 1, "backend": "inline"},
+            quick={"scale": 0.1, "nodes": [1, 2, 4, 8]})
+def join_speedup(p: Params, progress: Progress) -> list[dict]:
+    """joinABprime on a 100,000-tuple A (times ``scale``) with the key and with a non-key join
+    attribute, on ``n`` processors with disks and ``n`` without, in the three placements;
+    response time (Figures 10, 11) and speedup over two processors (Figures 12, 13)."""
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1, not {p['scale']!r}")
+    nodes = sorted(set(p["nodes"]))
+    if not nodes or nodes[0] < 1 or SPEEDUP_BASE not in nodes:
+        raise ExperimentError(f"nodes must be positive and include {SPEEDUP_BASE} (the paper's "
+                              f"reference configuration), not {p['nodes']!r}")
+    name, scale = "gamma.join_speedup", p["scale"]
+    tuples = max(100, round(SPEEDUP_TUPLES * scale))
+    rows: list[dict] = []
+    times: dict[tuple[str, str, int], float] = {}
+    progress.start(len(nodes))
+    for n in nodes:
+        db = build(2 * n, scaled_fixed_costs("gamma", scale), PAGE_SIZE, p["backend"],
+                   disk_nodes=n, memory_pages=SPEEDUP_MEMORY_PAGES)
+        with db:
+            db.create_table("A", generate("wisconsin", tuples, seed=p["seed"] * 10),
+                            partition="hash(unique1)")
+            db.create_table("Bprime", generate("wisconsin", max(1, tuples // 10),
+                                               seed=p["seed"] * 10 + 2),
+                            partition="hash(unique1)")
+            for variant, attribute in ATTRIBUTES.items():
+                for placement in PLACEMENTS:
+                    sql = statements("joinabprime", attribute, tuples)
+                    m = measure(db, f"/*+ {placement} simple_hash */ CREATE TABLE r AS {sql}",
+                                drop="r")
+                    if m.rows != expected_rows("joinabprime", tuples):
+                        raise ExperimentError(f"joinABprime stored {m.rows} tuples on {n} nodes")
+                    row = f"joinabprime_{variant}_{placement}"
+                    params = {"nodes": n, "placement": placement, "attribute": attribute,
+                              "tuples": tuples, "scale": scale, "seed": p["seed"],
+                              "backend": p["backend"], "bottleneck": m.bottleneck}
+                    times[(variant, placement, n)] = m.modeled_s / scale
+                    figure = "Figure 10" if variant == "key" else "Figure 11"
+                    rows += [make_row(name, figure, row, f"nodes_{n}", params,
+                                      "response_time", m.modeled_s / scale, "s"),
+                             make_row(name, "", row, f"nodes_{n}", params, "response_time",
+                                      m.wall_s, "s", clock="wall"),
+                             make_row(name, "", row, f"nodes_{n}", params, "overflows",
+                                      _most(m, "overflows"), "count")]
+        progress.advance(f"{n} + {n} processors")
+    for (variant, placement, n), t in sorted(times.items()):
+        base = times[(variant, placement, SPEEDUP_BASE)]
+        figure = "Figure 12" if variant == "key" else "Figure 13"
+        rows.append(make_row(name, figure, f"joinabprime_{variant}_{placement}", f"nodes_{n}",
+                             {"nodes": n, "placement": placement, "baseline_nodes": SPEEDUP_BASE,
+                              "scale": scale}, "speedup", base / t, "ratio"))
+    if {4, 8} <= set(nodes):  # the one number §6.2.1 gives: Local, non-key, 4 to 8 processors
+        rows.append(make_row(name, "Figure 13", "joinabprime_nonkey_local", "nodes_4_to_8",
+                             {"scale": scale, "placement": "local"}, "speedup",
+                             times[("nonkey", "local", 4)] / times[("nonkey", "local", 8)],
+                             "ratio"))
+    return rows
