@@ -529,6 +529,50 @@ def _coincide(rows):
         f"{g:.1%}" for g in gaps)
 
 
+# -- Gamma, Section 6.2.2 (join overflow, Figure 14) ----------------------------------------------
+def _memory_points(rows, metric: str) -> dict[tuple, float]:
+    return _values(rows, "gamma.join_memory", metric)
+
+
+def _shares(values: dict) -> list[int]:
+    return sorted({int(c.split("_")[1]) for _, c in values}, reverse=True)
+
+
+@finding("gamma.join_memory_local_remote_cross", "gamma", "§6.2.2, Figure 14",
+         "On the partitioning attribute, Local beats Remote while no processor overflows; once "
+         "they overflow, Remote beats Local, because after the first overflow Gamma switches hash "
+         "functions and the join attribute is no longer the partitioning one. Checked with "
+         "Simple hash at the most memory and at the least.", "gamma.join_memory")
+def _memory_cross(rows):
+    t, o = _memory_points(rows, "response_time"), _memory_points(rows, "overflows")
+    shares = _shares(t)
+    if len(shares) < 2:
+        raise Missing("fewer than two memory sizes")
+    most, least = f"memory_{shares[0]}", f"memory_{shares[-1]}"
+    local, remote = "joinabprime_key_simple_hash_local", "joinabprime_key_simple_hash_remote"
+    no_overflow = not _get(o, local, most) and not _get(o, remote, most)
+    overflowed = _get(o, local, least) > 0 and _get(o, remote, least) > 0
+    ok = (no_overflow and overflowed and _get(t, local, most) < _get(t, remote, most)
+          and _get(t, remote, least) < _get(t, local, least))
+    return ok, (f"{shares[0]}% memory: Local {_get(t, local, most):.1f} s, Remote "
+                f"{_get(t, remote, most):.1f} s, overflows {_get(o, local, most):.0f}; "
+                f"{shares[-1]}%: Local {_get(t, local, least):.1f} s, Remote "
+                f"{_get(t, remote, least):.1f} s, overflows {_get(o, local, least):.0f}")
+
+
+@finding("gamma.hybrid_beats_simple_under_overflow", "gamma", "§6.2.2, §9",
+         "With many overflows Simple hash deteriorates and Hybrid hash, which partitions so that "
+         "each piece fits, does not (the reason §9 announces it): at the least memory Hybrid is "
+         "faster than Simple hash in both placements.", "gamma.join_memory")
+def _hybrid_beats_simple(rows):
+    t = _memory_points(rows, "response_time")
+    least = f"memory_{_shares(t)[-1]}"
+    pairs = [(m, _get(t, f"joinabprime_key_hybrid_hash_{m}", least),
+              _get(t, f"joinabprime_key_simple_hash_{m}", least)) for m in ("local", "remote")]
+    return all(h < s for _, h, s in pairs), "; ".join(
+        f"{m}: Hybrid {h:.1f} s, Simple {s:.1f} s" for m, h, s in pairs)
+
+
 # -- NonStop SQL --------------------------------------------------------------------------------
 @finding("tandem.speedup_near_linear", "tandem", "Table 2, Figures 6-9",
          "Scan, 1% select and insert, average and 1% update speed up almost linearly: at least "
