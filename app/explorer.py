@@ -200,6 +200,9 @@ PARAMETER_HELP = {
     "clients": "LH* clients, each with its own image",
     "servers": "LH* server machines the buckets are mapped to",
     "addressing": "LH* addressing rules the files run (minidb's, or a student's from Lab 4)",
+    "shares": "memory for hash tables, in percent of what the build relation needs (one "
+              "configuration each)",
+    "algorithms": "join algorithms to compare (registered join plug-ins, a student's too)",
 }
 
 PAGE_SIZE_CHOICES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -564,6 +567,7 @@ AXES = {
     "clx_g": Axis("partitions", scaling=True),
     "entries": Axis("file size (million entries)"),
     "servers": Axis("server nodes"),
+    "memory": Axis("memory for hash tables (% of the build relation)"),
 }
 _SLUG = re.compile(r"^(?P<family>[a-z][a-z_]*?)_?(?P<number>\d+)(?P<unit>kb)?$")
 #: the LH* paper's tables are the other way round: a row per configuration (``entries_6m``,

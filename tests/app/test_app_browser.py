@@ -153,6 +153,8 @@ CHART_RUNS = (
     ("gamma.access_paths", {"scale": 0.05, "page_sizes": [4096, 16384]}),
     ("gamma.joins", {"scale": 0.02, "sizes": [10_000, 100_000]}),
     ("gamma.join_speedup", {"scale": 0.05, "nodes": [1, 2, 4]}),
+    ("gamma.join_memory", {"scale": 0.1, "shares": [100, 35],
+                           "algorithms": ["simple_hash", "hybrid_hash"]}),
     ("tandem.speedup", {"scale": 0.001, "partitions": [2, 4]}),
     ("tandem.scaleup", {"scale": 0.001, "partitions": [2, 4]}),
     ("lhstar.partition_size", {"scale": 0.002, "millions": [1, 5, 6]}),
