@@ -198,8 +198,7 @@ def test_a_registered_join_runs_from_sql_by_hint_and_by_connect(join):
         db.create_table("a", big)
         db.create_table("b", small)
         hinted = db.sql(sql, hint=join)
-        assert sorted(hinted.to_arrow().to_pylist() and
-                      [tuple(r.values()) for r in hinted.to_arrow().to_pylist()]) == expected
+        assert sorted(tuple(r.values()) for r in hinted.to_arrow().to_pylist()) == expected
         assert f"{join} join" in hinted.explain()
     with minidb.connect(memory_pages=8, join=join) as db:
         db.create_table("a", big)
@@ -287,3 +286,25 @@ def test_a_join_that_announces_its_build_builds_when_opened(ctx):
             out += len(batch)
         op.close()
         assert out == len(duck_pairs(build, probe)), name
+
+
+def test_the_base_class_docstring_example_joins_empty_and_duplicate_inputs(ctx):
+    """The join ``base.py`` shows students, run as written, on an empty build input and on
+    repeated keys (``read_all`` of nothing is an empty array of the build input's type)."""
+    class Example(JoinAlgorithm):
+        priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe"}
+
+        def run(self, memory_pages):
+            build = self.read_all(self.build_batches())
+            self.count("build_tuples", len(build))
+            for batch in self.probe_batches():
+                self.count("probe_tuples", len(batch))
+                probe_idx, build_idx = self.equal_pairs(batch, build)
+                yield from self.emit(batch, build, probe_idx, build_idx)
+
+    for bkeys, pkeys in (CASES["empty build"], CASES["duplicate keys"]):
+        build, probe = table("b", bkeys), table("a", pkeys)
+        op = Example(ctx, ArrayScan(*build, 700), ArrayScan(*probe, 900), "b_key", "a_key", 4)
+        out = op.collect()
+        assert sorted(zip(out["a_id"].tolist(), out["b_id"].tolist(), strict=True)) == \
+            duck_pairs(build, probe)

@@ -225,12 +225,12 @@ class JoinAlgorithm(Operator):
             if len(batch):
                 yield batch
 
-    @staticmethod
-    def read_all(batches, dtype: np.dtype | None = None) -> np.ndarray:
-        """Every tuple of an iterator of batches, as one array."""
+    def read_all(self, batches, dtype: np.dtype | None = None) -> np.ndarray:
+        """Every tuple of an iterator of batches, as one array (an empty one of ``dtype``, the
+        build input's by default, when there is none)."""
         parts = list(batches)
         if not parts:
-            return np.empty(0, dtype=dtype) if dtype is not None else np.empty(0)
+            return np.empty(0, dtype=self.build_schema.dtype if dtype is None else dtype)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def table(self, build_rows: np.ndarray) -> tuple[KeyDirectory, np.ndarray]:
