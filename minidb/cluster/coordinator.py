@@ -76,6 +76,7 @@ import pickle
 import re
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,24 @@ from minidb.catalog import (
     write_json_atomically,
 )
 from minidb.cluster.overflow import MAX_DISTRIBUTED_PASSES, ROUTING_SEED, spool_names
+from minidb.cluster.plan import (
+    Aggregation,
+    Averages,
+    DuplicateElimination,
+    Fragment,
+    Hold,
+    Join,
+    OverflowTest,
+    Phase,
+    Projection,
+    ReadSpool,
+    Receive,
+    Scan,
+    Selection,
+    SplitTo,
+    ToHost,
+    check_exchanges,
+)
 from minidb.database import (
     DEFAULT_PAGE_SIZE,
     Database,
@@ -200,19 +219,21 @@ class ParallelResult(ResultRows):
     ``control_messages``). ``modeled_s`` is where the cost model plugs in: the time the
     profile named by ``connect(profile=...)`` would have taken for these counters
     (``minidb.cost.modeled_time``), or None when no profile is set. ``phase_wall_s`` holds the
-    real seconds each phase took on this machine (never priced; see ``data_moved``).
+    real seconds each phase took on this machine (never priced; see ``data_moved``). ``plan``
+    is the typed plan that ran: one ``minidb.cluster.plan.Phase`` per phase.
     """
 
     def __init__(self, schema: Schema, records: np.ndarray, kind: str, rows: int, wall_s: float,
                  phases: list[dict], phase_names: list[str], scheduler_messages: int,
                  plan_text: str, statement: str, modeled_s: float | None = None,
-                 phase_wall_s: list[float] | None = None):
+                 phase_wall_s: list[float] | None = None, plan: list[Phase] | None = None):
         self._schema, self._records = schema, records
         self.kind, self.rows, self.wall_s, self.statement = kind, rows, wall_s, statement
         self.phases, self.phase_names = phases, phase_names
         self.phase_wall_s = list(phase_wall_s or [])
         self.scheduler_messages = scheduler_messages
         self._plan_text = plan_text
+        self.plan = list(plan or [])
         self.modeled_s = modeled_s
         self.per_node: dict[int, dict] = {}
         for phase in phases:
@@ -226,8 +247,12 @@ class ParallelResult(ResultRows):
         self.counters["scheduler_messages"] = scheduler_messages
         self.counters["phases"] = len(phases)
 
-    def explain(self) -> str:
-        return self._plan_text
+    def explain(self, fragments: bool = False) -> str:
+        """The phases as the scheduler ran them, one line per operator group; with
+        ``fragments``, followed by every phase's typed plan as trees (``minidb.cluster.plan``)."""
+        if not fragments:
+            return self._plan_text
+        return "\n".join([self._plan_text, "", "fragments:"] + [p.explain() for p in self.plan])
 
     def data_moved(self) -> list[dict]:
         """What each phase pushed through its split tables, and how fast, on this machine.
@@ -500,7 +525,7 @@ class ParallelDatabase:
         wall = time.perf_counter() - start
         return ParallelResult(schema, records, kind, rows, wall, run.phases, run.phase_names,
                               run.scheduler_messages, run.explain(), text,
-                              self._modeled(run), run.phase_wall_s)
+                              self._modeled(run), run.phase_wall_s, run.plan)
 
     def _create_table_as(self, st: CreateTableAsStatement, run: _Run, partition) -> int:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
@@ -643,13 +668,12 @@ class ParallelDatabase:
                 f"backend={self.backend.name})")
 
 
-def _with_overflow_spool(scan: dict, key: str, level: int, cuts: list, distributed: dict) -> dict:
+def _with_overflow_test(scan: Fragment, key: str, level: int, cuts: list,
+                        distributed: dict) -> Fragment:
     """The probe scan ``scan`` with Gamma's overflow test before its split table: tuples routed
     to a node that overflowed, at or above its cut of ``h_level``, are spooled at the producer."""
-    step = ("overflow_spool", {"key": key, "level": level, "cuts": list(cuts),
-                               "partitioner": scan["sink"]["partitioner"],
-                               "name": distributed["spools"]["probe"]})
-    return dict(scan, steps=list(scan["steps"]) + [step])
+    return scan.then(OverflowTest(key, level, list(cuts), scan.sink.partitioner,
+                                  distributed["spools"]["probe"]))
 
 
 def _stored_roles(stored: dict, where, disk_nodes, diskless_nodes, page_size) -> tuple[int, int]:
@@ -812,6 +836,8 @@ class _Run:
         self.phase_names: list[str] = []
         self.phase_wall_s: list[float] = []
         self.scheduler_messages = 0
+        self.plan: list[Phase] = []  # the typed plan, phase by phase
+        self.fragments: list[tuple[Fragment, list[int]]] = []  # every fragment started so far
         self._plan: list[str] = []
         self._x = itertools.count()
 
@@ -834,7 +860,16 @@ class _Run:
 
     def phase(self, name: str, calls: list[tuple[int, str, tuple]], operators: int | None = None,
               texts: list[str] = ()) -> list:
-        """Start ``calls`` at once, wait for all of them, collect every node's counters."""
+        """Start ``calls`` at once, wait for all of them, collect every node's counters. The
+        fragments they start are checked against the statement's others before any runs
+        (``minidb.cluster.plan.check_exchanges``) and kept in ``plan``."""
+        started: dict[str, tuple[Fragment, list[int]]] = {}
+        for node, method, args in calls:
+            if method in ("run", "start") and isinstance(args[0], Fragment):
+                started.setdefault(args[0].id, (args[0], []))[1].append(node)
+        self.fragments += started.values()
+        check_exchanges(self.fragments)
+        self.plan.append(Phase(name, list(started.values())))
         self._plan.append(f"phase {len(self.phases) + 1}: {name}")
         self._plan += [f"  {t}" for t in texts]
         start = time.perf_counter()
@@ -851,11 +886,11 @@ class _Run:
     def explain(self) -> str:
         return "\n".join(self._plan)
 
-    def dry(self, spec: dict) -> Operator:
+    def dry(self, fragment: Fragment) -> Operator:
         """The fragment's tree built over the host's empty copies of the tables (for schemas)."""
         from minidb.cluster.node import build_tree
 
-        return build_tree(self.pdb.host, spec, None)
+        return build_tree(self.pdb.host, fragment, None)
 
     # -- SELECT -----------------------------------------------------------------------------------
     def select(self, q: SelectQuery | UnionQuery | SubqueryPlan) -> tuple[Schema, np.ndarray]:
@@ -882,9 +917,8 @@ class _Run:
         pdb = self.pdb
         ref = q.refs[0]
         targets = self._targets(ref)
-        spec = {"id": self.exchange("sel"), "hint": self.hints,
-                "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
-                "steps": [("project", q.outputs)], "sink": None}
+        spec = Fragment(self.exchange("sel"), Scan(ref.table.name, ref.filters),
+                        [Projection(q.outputs)], hint=self.hints)
         layout = Schema([c for c in self.dry(spec).schema.columns if c.name != RID])
         local = isinstance(partition, str) and partition.strip().lower() == "local"
         p = parse_partitioning("round_robin" if local else partition, layout, len(pdb.disk))
@@ -899,16 +933,13 @@ class _Run:
         pdb.host.catalog.add(shadow)
         x, held = self.exchange("store"), self.exchange("held")
         if local:  # each node stores its own results (NonStop SQL's plan for INSERT ... SELECT)
-            spec["sink"] = {"kind": "hold", "key": held}
+            spec = spec.into(Hold(held))
             calls = [(n, "run", (spec,)) for n in targets]
             texts = [f"select {ref.table.name} on nodes {targets} -> store into {name} locally"]
         else:
-            spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition",
-                            "consumers": pdb.disk, "partitioner": p}
-            receive = {"id": self.exchange("recv"), "hint": self.hints, "steps": [],
-                       "source": {"kind": "receive", "exchange": x, "producers": targets,
-                                  "schema": layout},
-                       "sink": {"kind": "hold", "key": held}}
+            spec = spec.into(SplitTo(x, pdb.disk, p))
+            receive = Fragment(self.exchange("recv"), Receive(x, targets, layout), sink=Hold(held),
+                               hint=self.hints)
             calls = [(n, "run", (receive,)) for n in pdb.disk] + [(n, "run", (spec,)) for n in targets]
             texts = [f"select {ref.table.name} on nodes {targets} -> {p.describe()} to nodes "
                      f"{pdb.disk}", f"store into {name} on nodes {pdb.disk}"]
@@ -946,13 +977,13 @@ class _Run:
     def _single(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
         ref = q.refs[0]
         targets = self._targets(ref)
-        source = {"kind": "scan", "table": ref.table.name, "filters": ref.filters}
+        source = Scan(ref.table.name, ref.filters)
         where = f"nodes {targets}" + ("" if targets == self.pdb.disk else " (nodes_for_range)")
         if not q.aggregating and q.distinct:
             return self._distinct(q, source, targets, where)
         if not q.aggregating:
-            spec = {"id": self.exchange("sel"), "source": source, "hint": self.hints,
-                    "steps": [("project", q.outputs)], "sink": {"kind": "host"}}
+            spec = Fragment(self.exchange("sel"), source, [Projection(q.outputs)], ToHost(),
+                            self.hints)
             schema = self.dry(spec).schema
             parts = self.phase("select", [(n, "run", (spec,)) for n in targets],
                                texts=[f"select {ref.table.name} on {where} -> host"])
@@ -960,9 +991,9 @@ class _Run:
         if q.distinct_aggregates:
             return self._distinct_aggregate(q, source, targets, where)
         partials, finals, averages = split_aggregates(q.aggregates, q.refs[0].table.schema)
-        keys = [("project", group_key_outputs(ref.table.schema.names, q))] if q.group_keys else []
-        spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
-                "steps": keys + [("aggregate", q.group_by, partials)], "sink": {"kind": "host"}}
+        keys = [Projection(group_key_outputs(ref.table.schema.names, q))] if q.group_keys else []
+        spec = Fragment(self.exchange("agg"), source, keys + [Aggregation(q.group_by, partials)],
+                        ToHost(), self.hints)
         partial_schema = self.dry(spec).schema
         if not q.group_by:  # scalar: partials to the host, which combines them
             parts = self.phase("scalar aggregate", [(n, "run", (spec,)) for n in targets],
@@ -974,15 +1005,12 @@ class _Run:
         x = self.exchange("groups")
         p = Hash(*q.group_by)
         p.fit(None, len(aggs))
-        spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
-                        "partitioner": p}
-        steps = [("aggregate", q.group_by, finals)] + _average_steps(averages)
+        spec = spec.into(SplitTo(x, aggs, p))
+        steps = [Aggregation(q.group_by, finals)] + _average_steps(averages)
         if q.having is not None:  # on the aggregation nodes, right after the final aggregate
-            steps.append(("filter", q.having))
-        final = {"id": self.exchange("final"), "hint": self.hints,
-                 "source": {"kind": "receive", "exchange": x, "producers": targets,
-                            "schema": partial_schema},
-                 "steps": steps, "sink": {"kind": "host"}}
+            steps.append(Selection(q.having))
+        final = Fragment(self.exchange("final"), Receive(x, targets, partial_schema), steps,
+                         ToHost(), self.hints)
         final_schema = self.dry(final).schema
         calls = [(n, "run", (final,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
         having = f", HAVING {q.having_text}" if q.having is not None else ""
@@ -991,7 +1019,7 @@ class _Run:
             f"final aggregate{having} on nodes {aggs} -> host"])
         return self._finish(q, final_schema, parts[:len(aggs)])
 
-    def _distinct(self, q: SelectQuery, source: dict, targets: list[int],
+    def _distinct(self, q: SelectQuery, source: Scan, targets: list[int],
                   where: str) -> tuple[Schema, np.ndarray]:
         """SELECT DISTINCT as Gamma eliminates duplicates (Section 7, like its aggregates): each
         node projects its tuples and drops its own duplicates, the rest are sent by a hash of
@@ -1000,15 +1028,12 @@ class _Run:
         x = self.exchange("distinct")
         p = Hash(*q.names)
         p.fit(None, len(aggs))
-        spec = {"id": self.exchange("sel"), "source": source, "hint": self.hints,
-                "steps": [("project", q.outputs), ("distinct",)],
-                "sink": {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
-                         "partitioner": p}}
+        spec = Fragment(self.exchange("sel"), source,
+                        [Projection(q.outputs), DuplicateElimination()], SplitTo(x, aggs, p),
+                        self.hints)
         schema = self.dry(spec).schema
-        final = {"id": self.exchange("dedup"), "hint": self.hints,
-                 "source": {"kind": "receive", "exchange": x, "producers": targets,
-                            "schema": schema},
-                 "steps": [("distinct",)], "sink": {"kind": "host"}}
+        final = Fragment(self.exchange("dedup"), Receive(x, targets, schema),
+                         [DuplicateElimination()], ToHost(), self.hints)
         calls = [(n, "run", (final,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
         parts = self.phase("distinct", calls, texts=[
             f"select {q.refs[0].table.name} on {where}, drop local duplicates -> {p.describe()} "
@@ -1016,7 +1041,7 @@ class _Run:
             f"SELECT DISTINCT: drop duplicates on nodes {aggs} -> host"])
         return self._finish(q, schema, parts[:len(aggs)], projected=True, deduplicated=True)
 
-    def _distinct_aggregate(self, q: SelectQuery, source: dict, targets: list[int],
+    def _distinct_aggregate(self, q: SelectQuery, source: Scan, targets: list[int],
                             where: str) -> tuple[Schema, np.ndarray]:
         """COUNT / SUM / AVG(DISTINCT x): each node groups its tuples on (group columns, x),
         which drops its duplicate x; those tuples are sent by a hash of (group columns, x), so
@@ -1033,19 +1058,14 @@ class _Run:
         x = self.exchange("distinct")
         p = Hash(*keyed)
         p.fit(None, len(aggs))
-        spec = {"id": self.exchange("agg"), "source": source, "hint": self.hints,
-                "steps": [("project", read + list(q.group_keys)
-                           + [(DISTINCT_COLUMN, q.distinct_argument)]),
-                          ("aggregate", keyed, stages.first)],
-                "sink": {"kind": "split", "exchange": x, "mode": "partition", "consumers": aggs,
-                         "partitioner": p}}
+        spec = Fragment(self.exchange("agg"), source,
+                        [Projection(read + list(q.group_keys)
+                                    + [(DISTINCT_COLUMN, q.distinct_argument)]),
+                         Aggregation(keyed, stages.first)], SplitTo(x, aggs, p), self.hints)
         partial_schema = self.dry(spec).schema
-        second = {"id": self.exchange("distinct-values"), "hint": self.hints,
-                  "source": {"kind": "receive", "exchange": x, "producers": targets,
-                             "schema": partial_schema},
-                  "steps": [("aggregate", keyed, stages.merge),
-                            ("aggregate", q.group_by, stages.second)],
-                  "sink": {"kind": "host"}}
+        second = Fragment(self.exchange("distinct-values"), Receive(x, targets, partial_schema),
+                          [Aggregation(keyed, stages.merge),
+                           Aggregation(q.group_by, stages.second)], ToHost(), self.hints)
         second_schema = self.dry(second).schema
         texts = [f"group {ref.table.name} on ({', '.join(keyed)}) on {where} -> {p.describe()} "
                  f"to nodes {aggs}",
@@ -1063,15 +1083,13 @@ class _Run:
         y = self.exchange("groups")
         by_group = Hash(*q.group_by)
         by_group.fit(None, len(aggs))
-        second["sink"] = {"kind": "split", "exchange": y, "mode": "partition", "consumers": aggs,
-                          "partitioner": by_group}
-        steps = [("aggregate", q.group_by, stages.final)] + _average_steps(stages.averages)
+        second = second.into(SplitTo(y, aggs, by_group))
+        calls = [(n, "run", (second,)) for n in aggs] + [(n, "run", (spec,)) for n in targets]
+        steps = [Aggregation(q.group_by, stages.final)] + _average_steps(stages.averages)
         if q.having is not None:
-            steps.append(("filter", q.having))
-        final = {"id": self.exchange("final"), "hint": self.hints,
-                 "source": {"kind": "receive", "exchange": y, "producers": aggs,
-                            "schema": second_schema},
-                 "steps": steps, "sink": {"kind": "host"}}
+            steps.append(Selection(q.having))
+        final = Fragment(self.exchange("final"), Receive(y, aggs, second_schema), steps,
+                         ToHost(), self.hints)
         final_schema = self.dry(final).schema
         having = f", HAVING {q.having_text}" if q.having is not None else ""
         parts = self.phase("distinct aggregate", [(n, "run", (final,)) for n in aggs] + calls, texts=[
@@ -1132,45 +1150,39 @@ class _Run:
             p = Hash(key)
             p.fit(None, len(joiners))
             x = self.exchange("build" if side == b else "probe")
-            spec = {"id": self.exchange("scan"), "hint": self.hints,
-                    "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
-                    "steps": [("project", [(f"{ref.alias}.{c}", Col(c)) for c in cols])],
-                    "sink": {"kind": "split", "exchange": x, "mode": "partition",
-                             "consumers": joiners, "partitioner": p}}
+            spec = Fragment(self.exchange("scan"), Scan(ref.table.name, ref.filters),
+                            [Projection([(f"{ref.alias}.{c}", Col(c)) for c in cols])],
+                            SplitTo(x, joiners, p), self.hints)
             scans[side] = (spec, self._targets(ref), x)
             schemas[side] = self.dry(spec).schema
         steps = []
         if q.residual:
-            steps.append(("filter", conjunction(q.residual)))
+            steps.append(Selection(conjunction(q.residual)))
         if not q.aggregating:
-            steps.append(("project", q.outputs))
+            steps.append(Projection(q.outputs))
             if q.distinct:  # each join node drops its own duplicates first
-                steps.append(("distinct",))
-        join = {"id": self.exchange("join"), "hint": self.hints, "steps": steps,
-                "sink": {"kind": "host"},
-                "source": {"kind": "join", "build_key": bkey, "probe_key": pkey, "outer": q.outer,
-                           "algorithm": self.join_algorithm(q.outer),
-                           "condition": conjunction(q.join_condition),
-                           "build": {"kind": "receive", "exchange": scans[b][2],
-                                     "producers": scans[b][1], "schema": schemas[b]},
-                           "probe": {"kind": "receive", "exchange": scans[pr][2],
-                                     "producers": scans[pr][1], "schema": schemas[pr]}}}
-        join_schema = self.dry(join).schema
+                steps.append(DuplicateElimination())
+        join_id = self.exchange("join")
+        source = Join(Receive(scans[b][2], scans[b][1], schemas[b]),
+                      Receive(scans[pr][2], scans[pr][1], schemas[pr]), bkey, pkey,
+                      self.join_algorithm(q.outer), outer=q.outer,
+                      condition=conjunction(q.join_condition))
         distinct = not q.aggregating and q.distinct
+        overflow = self._distributes_overflow(source.algorithm, q, distinct)
+        if overflow:
+            source.distributed = {"level": 0, "spools": spool_names(join_id, 0)}
+        join = Fragment(join_id, source, steps, ToHost(), self.hints)
+        join_schema = self.dry(join).schema
         if distinct:  # the join result goes to the duplicate elimination, not to the host
             by_row = Hash(*q.names)
             by_row.fit(None, len(joiners))
-            join["sink"] = {"kind": "split", "exchange": self.exchange("distinct"),
-                            "mode": "partition", "consumers": joiners, "partitioner": by_row}
+            join = join.into(SplitTo(self.exchange("distinct"), joiners, by_row))
         bspec, bnodes, _ = scans[b]
         pspec, pnodes, _ = scans[pr]
-        overflow = self._distributes_overflow(join, q, distinct)
-        if overflow:
-            join["source"]["distributed"] = {"level": 0, "spools": spool_names(join["id"], 0)}
         self.phase("build", [(n, "start", (join,)) for n in joiners]
                    + [(n, "run", (bspec,)) for n in bnodes], texts=[
             f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
-            f"build ({join['source']['algorithm'].kind}) on nodes {joiners}"])
+            f"build ({source.algorithm.kind}) on nodes {joiners}"])
         if distinct:
             return self._probe_distinct(q, join, join_schema, joiners, pspec, pnodes,
                                         f"scan {q.refs[pr].table.name} on nodes {pnodes} -> "
@@ -1178,8 +1190,8 @@ class _Run:
         if overflow:
             cuts = self._overflow_cuts(join, joiners)
             if any(c is not None for c in cuts):
-                pspec = _with_overflow_spool(pspec, pkey, 0, cuts, join["source"]["distributed"])
-        parts = self.phase("probe", [(n, "drain", (join["id"],)) for n in joiners]
+                pspec = _with_overflow_test(pspec, pkey, 0, cuts, source.distributed)
+        parts = self.phase("probe", [(n, "drain", (join.id,)) for n in joiners]
                            + [(n, "run", (pspec,)) for n in pnodes], texts=[
             f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}"
             + (" (tuples above an overflowed node's cut spooled here)" if overflow
@@ -1199,20 +1211,20 @@ class _Run:
         self._plan.append("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
-    def _distributes_overflow(self, join: dict, q: SelectQuery, distinct: bool) -> bool:
+    @staticmethod
+    def _distributes_overflow(algorithm: type, q: SelectQuery, distinct: bool) -> bool:
         """Whether the join resolves overflow as Gamma does, across the nodes
         (``minidb.cluster.overflow``): a Simple hash join of an inner join."""
         from minidb.exec.join.simple_hash import SimpleHashJoin
 
-        algorithm = join["source"]["algorithm"]
         return issubclass(algorithm, SimpleHashJoin) and not q.outer and not distinct
 
-    def _overflow_cuts(self, join: dict, joiners: list[int]) -> list[int | None]:
+    def _overflow_cuts(self, join: Fragment, joiners: list[int]) -> list[int | None]:
         """Each joining node's cut after its build (None: no overflow), by consumer position."""
-        return self.pdb.backend.call_many([(n, "overflow_cut", (join["id"],)) for n in joiners],
+        return self.pdb.backend.call_many([(n, "overflow_cut", (join.id,)) for n in joiners],
                                           "overflow cuts")
 
-    def _overflow_passes(self, join: dict, joiners: list[int], holders: list[int],
+    def _overflow_passes(self, join: Fragment, joiners: list[int], holders: list[int],
                          build_schema: Schema, probe_schema: Schema, bkey: str,
                          pkey: str) -> list[np.ndarray]:
         """Gamma's overflow resolution (§6): join the overflow files of the last pass as a new
@@ -1220,7 +1232,7 @@ class _Run:
         pass after ``MAX_DISTRIBUTED_PASSES`` finishes inside each node. Returns each pass's
         rows."""
         out: list[np.ndarray] = []
-        names = join["source"]["distributed"]["spools"]
+        names = join.source.distributed["spools"]
         level = 0
         try:
             while True:
@@ -1229,25 +1241,16 @@ class _Run:
                 bp.fit(None, len(joiners))
                 pp.fit(None, len(joiners))
                 xb, xp = self.exchange("overflow-build"), self.exchange("overflow-probe")
-                bscan = {"id": self.exchange("scan"), "hint": self.hints, "steps": [],
-                         "source": {"kind": "spool", "name": names["build"],
-                                    "schema": build_schema},
-                         "sink": {"kind": "split", "exchange": xb, "mode": "partition",
-                                  "consumers": joiners, "partitioner": bp}}
-                pscan = {"id": self.exchange("scan"), "hint": self.hints, "steps": [],
-                         "source": {"kind": "spool", "name": names["probe"],
-                                    "schema": probe_schema},
-                         "sink": {"kind": "split", "exchange": xp, "mode": "partition",
-                                  "consumers": joiners, "partitioner": pp}}
-                spec = dict(join, id=self.exchange("join"))
-                distributed = ({"level": level, "spools": spool_names(join["id"], level)}
+                bscan = Fragment(self.exchange("scan"), ReadSpool(names["build"], build_schema),
+                                 sink=SplitTo(xb, joiners, bp), hint=self.hints)
+                pscan = Fragment(self.exchange("scan"), ReadSpool(names["probe"], probe_schema),
+                                 sink=SplitTo(xp, joiners, pp), hint=self.hints)
+                distributed = ({"level": level, "spools": spool_names(join.id, level)}
                                if level < MAX_DISTRIBUTED_PASSES else None)
-                spec["source"] = dict(
-                    join["source"], distributed=distributed,
-                    build={"kind": "receive", "exchange": xb, "producers": joiners,
-                           "schema": build_schema},
-                    probe={"kind": "receive", "exchange": xp, "producers": holders,
-                           "schema": probe_schema})
+                spec = replace(join, id=self.exchange("join"), source=replace(
+                    join.source, distributed=distributed,
+                    build=Receive(xb, joiners, build_schema),
+                    probe=Receive(xp, holders, probe_schema)))
                 self.phase(f"overflow pass {level}: build",
                            [(n, "start", (spec,)) for n in joiners]
                            + [(n, "run", (bscan,)) for n in joiners], texts=[
@@ -1257,9 +1260,9 @@ class _Run:
                                                    " (this pass resolves any overflow itself)")])
                 cuts = self._overflow_cuts(spec, joiners) if distributed else [None] * len(joiners)
                 if any(c is not None for c in cuts):
-                    pscan = _with_overflow_spool(pscan, pkey, level, cuts, distributed)
+                    pscan = _with_overflow_test(pscan, pkey, level, cuts, distributed)
                 parts = self.phase(f"overflow pass {level}: probe",
-                                   [(n, "drain", (spec["id"],)) for n in joiners]
+                                   [(n, "drain", (spec.id,)) for n in joiners]
                                    + [(n, "run", (pscan,)) for n in holders], texts=[
                     f"read the probe overflow files on nodes {holders} -> a new hash of {pkey} "
                     f"to nodes {joiners}", f"probe on nodes {joiners} -> host"])
@@ -1315,37 +1318,33 @@ class _Run:
                           "steps": self._ready_filters(q, joined, edges, pending)})
         # the join fragments, last to first: each one's sink is the next one's probe input
         specs = []
-        probe_source = {"kind": "receive", "exchange": stream[2], "producers": stream[1],
-                        "schema": stream[3]}
+        probe_source = Receive(stream[2], stream[1], stream[3])
         for i, j in enumerate(joins):
-            spec = {"id": self.exchange("join"), "hint": self.hints, "steps": list(j["steps"]),
-                    "source": {"kind": "join", "build_key": j["build_key"],
-                               "probe_key": j["probe_key"], "algorithm": self.join_algorithm(),
-                               "build": {"kind": "receive", "exchange": j["build"][2],
-                                         "producers": j["build"][1], "schema": j["build"][3]},
-                               "probe": probe_source}}
+            spec = Fragment(self.exchange("join"),
+                            Join(Receive(j["build"][2], j["build"][1], j["build"][3]),
+                                 probe_source, j["build_key"], j["probe_key"],
+                                 self.join_algorithm()),
+                            list(j["steps"]), hint=self.hints)
             if i + 1 < len(joins):
                 nxt = joins[i + 1]
                 if nxt["cross"]:  # the next build is broadcast: tag the tuples with its constant
-                    names = self.dry({**spec, "sink": None}).schema.names
-                    spec["steps"].append(("project", [(n, Col(n)) for n in names]
-                                          + [(nxt["probe_key"], Const(0))]))
+                    names = self.dry(spec).schema.names
+                    spec = spec.then(Projection([(n, Col(n)) for n in names]
+                                                + [(nxt["probe_key"], Const(0))]))
                     p: Partitioner = RoundRobin()
                 else:
                     p = Hash(nxt["probe_key"])
                 p.fit(None, len(joiners))
                 x = self.exchange("pipe")
-                spec["sink"] = {"kind": "split", "exchange": x, "mode": "partition",
-                                "consumers": joiners, "partitioner": p}
-                probe_source = {"kind": "receive", "exchange": x, "producers": joiners,
-                                "schema": self.dry({**spec, "sink": None}).schema}
+                spec = spec.into(SplitTo(x, joiners, p))
+                probe_source = Receive(x, joiners, self.dry(spec).schema)
             else:
                 if pending or edges:
-                    spec["steps"].append(("filter", conjunction(pending + [e.predicate()
-                                                                           for e in edges])))
+                    spec = spec.then(Selection(conjunction(pending + [e.predicate()
+                                                                      for e in edges])))
                 if not q.aggregating:
-                    spec["steps"].append(("project", q.outputs))
-                spec["sink"] = {"kind": "host"}
+                    spec = spec.then(Projection(q.outputs))
+                spec = spec.into(ToHost())
             specs.append(spec)
         for j, spec in zip(joins, specs, strict=True):
             bspec, bnodes, _, _ = j["build"]
@@ -1354,14 +1353,14 @@ class _Run:
                        [(n, "start", (spec,)) for n in joiners]
                        + [(n, "run", (bspec,)) for n in bnodes], texts=[
                 f"scan {q.refs[j['side']].table.name} on nodes {bnodes} -> {how} to nodes "
-                f"{joiners}", f"build ({spec['source']['algorithm'].kind}) on {j['build_key']} on nodes "
+                f"{joiners}", f"build ({spec.source.algorithm.kind}) on {j['build_key']} on nodes "
                 f"{joiners}"])
         sspec, snodes, _, _ = stream
         parts = self.phase("probe pipeline",
-                           [(n, "drain", (spec["id"],)) for spec in reversed(specs) for n in joiners]
+                           [(n, "drain", (spec.id,)) for spec in reversed(specs) for n in joiners]
                            + [(n, "run", (sspec,)) for n in snodes], texts=[
             f"scan {q.refs[first].table.name} on nodes {snodes} -> "
-            f"{sspec['sink']['partitioner'].describe()} to nodes {joiners}",
+            f"{sspec.sink.partitioner.describe()} to nodes {joiners}",
             *(f"probe on {j['probe_key']} = {j['build_key']} on nodes {joiners}" for j in joins),
             "-> host"])
         final_schema = self.dry(specs[-1]).schema
@@ -1405,7 +1404,7 @@ class _Run:
             if all(c.split(".", 1)[0] in aliases for c in t.columns()):
                 terms.append(t)
                 pending.remove(t)
-        return [("filter", conjunction(terms))] if terms else []
+        return [Selection(conjunction(terms))] if terms else []
 
     def _side_scan(self, q: SelectQuery, side: int, joiners: list[int], key: str | None = None,
                    broadcast: bool = False, constant: str | None = None) -> tuple:
@@ -1421,34 +1420,30 @@ class _Run:
             outputs.append((tag, Const(0)))
         x = self.exchange("scan")
         if broadcast:
-            sink = {"kind": "split", "exchange": x, "mode": "broadcast", "consumers": joiners}
+            sink = SplitTo(x, joiners, mode="broadcast")
         else:
             p = Hash(key) if key is not None and constant is None else RoundRobin()
             p.fit(None, len(joiners))
-            sink = {"kind": "split", "exchange": x, "mode": "partition", "consumers": joiners,
-                    "partitioner": p}
-        spec = {"id": self.exchange("scan"), "hint": self.hints,
-                "source": {"kind": "scan", "table": ref.table.name, "filters": ref.filters},
-                "steps": [("project", outputs)], "sink": sink}
+            sink = SplitTo(x, joiners, p)
+        spec = Fragment(self.exchange("scan"), Scan(ref.table.name, ref.filters),
+                        [Projection(outputs)], sink, self.hints)
         return spec, self._targets(ref), x, self.dry(spec).schema
 
-    def _probe_distinct(self, q: SelectQuery, join: dict, join_schema: Schema, joiners: list[int],
-                        pspec: dict, pnodes: list[int], scan_text: str) -> tuple[Schema, np.ndarray]:
+    def _probe_distinct(self, q: SelectQuery, join: Fragment, join_schema: Schema,
+                        joiners: list[int], pspec: Fragment, pnodes: list[int], scan_text: str) -> tuple[Schema, np.ndarray]:
         """The probe phase of a SELECT DISTINCT over a join: the join nodes send their
         (locally deduplicated) result tuples by a hash of all output columns (the join's sink,
         set before it started) to the join nodes again, which drop the duplicates that meet
         there, as for a one-table DISTINCT."""
-        sink = join["sink"]
-        dedup = {"id": self.exchange("dedup"), "hint": self.hints, "steps": [("distinct",)],
-                 "source": {"kind": "receive", "exchange": sink["exchange"], "producers": joiners,
-                            "schema": join_schema},
-                 "sink": {"kind": "host"}}
+        sink = join.sink
+        dedup = Fragment(self.exchange("dedup"), Receive(sink.exchange, joiners, join_schema),
+                         [DuplicateElimination()], ToHost(), self.hints)
         parts = self.phase("probe", [(n, "run", (dedup,)) for n in joiners]
-                           + [(n, "drain", (join["id"],)) for n in joiners]
+                           + [(n, "drain", (join.id,)) for n in joiners]
                            + [(n, "run", (pspec,)) for n in pnodes], texts=[
             scan_text,
             f"probe on nodes {joiners}, drop local duplicates -> "
-            f"{sink['partitioner'].describe()} to nodes {joiners}",
+            f"{sink.partitioner.describe()} to nodes {joiners}",
             f"SELECT DISTINCT: drop duplicates on nodes {joiners} -> host"])
         return self._finish(q, join_schema, parts[:len(joiners)], projected=True, deduplicated=True)
 
@@ -1491,9 +1486,7 @@ class _Run:
         calls = [(n, "update", (table.name, st.ref.filters, dict(st.assignments), p,
                                 disk if moves else None, x, self.hints)) for n in targets]
         if moves:
-            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": targets,
-                                        "schema": table.schema},
-                    "sink": {"kind": "hold", "key": x}}
+            hold = Fragment(x, Receive(x, targets, table.schema), sink=Hold(x))
             calls = [(n, "run", (hold,)) for n in disk] + calls
         out = self.phase("update", calls, texts=[f"update {table.name} on nodes {targets}"]
                          + ([f"tuples whose {p.describe()} changes move to their new node"] if moves else []))
@@ -1519,9 +1512,7 @@ class _Run:
         sources = [disk[i] for i in p.grow(st.records)]
         if sources:  # the table's placement changed (LH* splits): move the rows it moved
             x = self.exchange("rehome")
-            hold = {"id": x, "source": {"kind": "receive", "exchange": x, "producers": sources,
-                                        "schema": table.schema},
-                    "sink": {"kind": "hold", "key": x}}
+            hold = Fragment(x, Receive(x, sources, table.schema), sink=Hold(x))
             self.phase("rehome", [(n, "run", (hold,)) for n in disk]
                        + [(n, "rehome", (table.name, p, disk, x)) for n in sources],
                        texts=[f"rows of the buckets {p.describe()} split move from nodes "
@@ -1553,7 +1544,7 @@ def _average_steps(averages: list) -> list:
     """A fragment step adding each AVG output (sum / count) to the tuples."""
     if not averages:
         return []
-    return [("average", averages)]
+    return [Averages(averages)]
 
 
 def _cat(parts: list, schema: Schema) -> np.ndarray:

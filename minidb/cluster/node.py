@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from minidb.catalog import Table, TableLoader, stats_to_json
+from minidb.cluster import plan
 from minidb.cluster.machine import phase_timeout
 from minidb.cluster.overflow import OverflowSpool, SpoolScan
 from minidb.database import Database
@@ -67,63 +68,57 @@ EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "
                 "packets_delivered", "packets_to_host", "bytes_to_host", "messages_sent")
 
 
-def build_tree(db: Database, spec: dict, inbox: Inbox | None, timeout: float = 60.0,
+def build_tree(db: Database, fragment: plan.Fragment, inbox: Inbox | None, timeout: float = 60.0,
                spools: dict | None = None) -> Operator:
-    """The operator tree of one fragment ``spec`` over the tables of ``db`` (its split table
-    excluded): a source, then steps ("project", outputs), ("filter", predicate),
-    ("aggregate", group columns, aggregates), ("distinct",) (drop duplicate tuples: a hash
-    aggregation grouping on every column) and ("average", [(output, sum, count)]). The coordinator also calls this on empty copies of the tables to learn the
-    output schema of a fragment before any node runs it."""
+    """The operator tree of one fragment (``minidb.cluster.plan``) over the tables of ``db``, its
+    sink excluded: the source, then each step on top of the one before. The coordinator also
+    calls this on empty copies of the tables to learn the output schema of a fragment before
+    any node runs it."""
     spools = {} if spools is None else spools  # the node's overflow files, by name
-    op = _source(db, spec["source"], inbox, timeout, spec.get("hint"), spools)
-    for step in spec.get("steps", []):
-        if step[0] == "project":
-            op = Project(op, step[1])
-        elif step[0] == "filter":
-            op = Filter(op, step[1])
-        elif step[0] == "aggregate":
-            op = HashAggregate(db.ctx, op, step[1], step[2], db.memory_pages)
-        elif step[0] == "distinct":  # duplicate elimination: group on every column
-            op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
-        elif step[0] == "overflow_spool":  # Gamma's overflow resolution, at a probe producer
-            op = OverflowSpool(db.ctx, op, step[1], spools)
-        elif step[0] == "average":  # AVG = sum / count, after a final aggregation
-            keep = [(n, Col(n)) for n in op.schema.names]
-            op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in step[1]])
-        else:
-            raise MinidbError(f"internal error: unknown fragment step {step[0]!r}")
+    op = _source(db, fragment.source, inbox, timeout, fragment.hint, spools)
+    for step in fragment.steps:
+        match step:
+            case plan.Projection(outputs):
+                op = Project(op, outputs)
+            case plan.Selection(predicate):
+                op = Filter(op, predicate)
+            case plan.Aggregation(group_by, aggregates):
+                op = HashAggregate(db.ctx, op, group_by, aggregates, db.memory_pages)
+            case plan.DuplicateElimination():  # a hash aggregation grouping on every column
+                op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
+            case plan.OverflowTest():  # Gamma's overflow resolution, at a probe producer
+                op = OverflowSpool(db.ctx, op, step, spools)
+            case plan.Averages(columns):  # AVG = sum / count, after a final aggregation
+                keep = [(n, Col(n)) for n in op.schema.names]
+                op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in columns])
+            case _:
+                raise MinidbError(f"internal error: unknown fragment step {step!r}")
     return op
 
 
-def _source(db: Database, src: dict, inbox: Inbox | None, timeout: float, hint,
+def _source(db: Database, src, inbox: Inbox | None, timeout: float, hint,
             spools: dict) -> Operator:
-    kind = src["kind"]
-    if kind == "scan":
-        hints = hint if isinstance(hint, Hints) else parse_hints(hint)
-        planner = Planner(db.ctx, db.memory_pages, hints)
-        op, _, _ = planner.access(db.catalog.get(src["table"]), src["filters"],
-                                  with_rids=src.get("with_rids", False))
-        return op
-    if kind == "receive":
-        return ExchangeReceive(inbox or Inbox(), src["exchange"], src["producers"], src["schema"],
-                               timeout)
-    if kind == "join":
-        from minidb.exec.join.hash_join import HashJoin
-
-        build = _source(db, src["build"], inbox, timeout, hint, spools)
-        probe = _source(db, src["probe"], inbox, timeout, hint, spools)
-        algorithm = src.get("algorithm") or HashJoin
-        op = algorithm(db.ctx, build, probe, src["build_key"], src["probe_key"],
-                       db.memory_pages, outer=src.get("outer", False),
-                       condition=src.get("condition"))
-        if src.get("distributed") is not None:  # Gamma's distributed overflow resolution
-            op.distributed = src["distributed"]
-        return op
-    if kind == "spool":
-        return SpoolScan(src["schema"], spools.get(src["name"], []))
-    if kind == "array":
-        return ArrayScan(src["schema"], src["records"])
-    raise MinidbError(f"internal error: unknown fragment source {kind!r}")
+    match src:
+        case plan.Scan(table, filters, with_rids):
+            hints = hint if isinstance(hint, Hints) else parse_hints(hint)
+            planner = Planner(db.ctx, db.memory_pages, hints)
+            op, _, _ = planner.access(db.catalog.get(table), filters, with_rids=with_rids)
+            return op
+        case plan.Receive(exchange, producers, schema):
+            return ExchangeReceive(inbox or Inbox(), exchange, producers, schema, timeout)
+        case plan.Join():
+            build = _source(db, src.build, inbox, timeout, hint, spools)
+            probe = _source(db, src.probe, inbox, timeout, hint, spools)
+            op = src.algorithm(db.ctx, build, probe, src.build_key, src.probe_key,
+                               db.memory_pages, outer=src.outer, condition=src.condition)
+            if src.distributed is not None:  # Gamma's distributed overflow resolution
+                op.distributed = src.distributed
+            return op
+        case plan.ReadSpool(name, schema):
+            return SpoolScan(schema, spools.get(name, []))
+        case plan.Arrays(schema, records):
+            return ArrayScan(schema, records)
+    raise MinidbError(f"internal error: unknown fragment source {src!r}")
 
 
 class Node:
@@ -156,7 +151,7 @@ class Node:
         self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []
-        self._open: dict[str, tuple[Operator, dict]] = {}
+        self._open: dict[str, tuple[Operator, plan.Fragment]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
@@ -296,16 +291,16 @@ class Node:
         return self.db.catalog.get(table).num_records
 
     # -- running fragments ----------------------------------------------------------------------
-    def run(self, spec: dict) -> np.ndarray | None:
+    def run(self, fragment: plan.Fragment) -> np.ndarray | None:
         """Build, run and finish one fragment; returns its tuples when it sends to the host."""
-        self.start(spec)
-        return self.drain(spec["id"])
+        self.start(fragment)
+        return self.drain(fragment.id)
 
-    def start(self, spec: dict) -> None:
+    def start(self, fragment: plan.Fragment) -> None:
         """Build and open a fragment (a hash join reads its whole build input here)."""
-        root = build_tree(self.db, spec, self.inbox, self.timeout, self._spools)
+        root = build_tree(self.db, fragment, self.inbox, self.timeout, self._spools)
         root.open()
-        self._open[spec["id"]] = (root, spec)
+        self._open[fragment.id] = (root, fragment)
 
     def overflow_cut(self, frag_id: str) -> int | None:
         """The cut of the distributed Simple hash join of an opened fragment after its build
@@ -324,32 +319,35 @@ class Node:
 
     def drain(self, frag_id: str) -> np.ndarray | None:
         """Run an opened fragment to its end into its sink."""
-        root, spec = self._open.pop(frag_id)
-        sink = spec["sink"]
+        root, fragment = self._open.pop(frag_id)
+        sink = fragment.sink
         out = None
         try:
-            if sink["kind"] in ("split", "host"):
-                split = SplitTable(_Opened(root), self.node_id, sink.get("exchange", spec["id"]),
-                                   sink.get("mode", "host"), sink.get("consumers", []),
-                                   sink.get("partitioner"), self._send, self._wait, self._local,
-                                   self.packet_bytes, self._flush_bytes())
+            if isinstance(sink, plan.SplitTo | plan.ToHost):
+                to_host = isinstance(sink, plan.ToHost)
+                split = SplitTable(_Opened(root), self.node_id,
+                                   fragment.id if to_host else sink.exchange,
+                                   "host" if to_host else sink.mode,
+                                   [] if to_host else sink.consumers,
+                                   None if to_host else sink.partitioner, self._send, self._wait,
+                                   self._local, self.packet_bytes, self._flush_bytes())
                 split.run()
                 self._count_split(split)
-                if sink["kind"] == "host":
+                if to_host:
                     out = _concat(split.host_batches, root.schema)
-            elif sink["kind"] == "store":
+            elif isinstance(sink, plan.StoreInto):
                 from minidb.exec.store import Store
 
-                target = self.db.catalog.get(sink["table"])
+                target = self.db.catalog.get(sink.table)
                 store = Store(_Opened(root), target)
                 store.collect()
                 self._count_tree(store, skip_root_children=True)
                 self._count_inserted(target, store.stats.extra.get("stored", 0))
                 self.db.checkpoint()
-            elif sink["kind"] == "hold":
-                self._held.setdefault(sink["key"], []).extend(_Opened(root))
+            elif isinstance(sink, plan.Hold):
+                self._held.setdefault(sink.key, []).extend(_Opened(root))
             else:
-                raise MinidbError(f"internal error: unknown sink {sink['kind']!r}")
+                raise MinidbError(f"internal error: unknown sink {sink!r}")
             self._keep_overflow(root)
         finally:
             root.close()
@@ -398,9 +396,8 @@ class Node:
     def delete(self, table: str, filters: list, hint=None) -> int:
         from minidb.exec.modify import Delete
 
-        spec = {"source": {"kind": "scan", "table": table, "filters": filters, "with_rids": True},
-                "hint": hint}
-        root = Delete(Materialize(build_tree(self.db, spec, None)), self.db.catalog.get(table))
+        scan = plan.Fragment("delete", plan.Scan(table, filters, with_rids=True), hint=hint)
+        root = Delete(Materialize(build_tree(self.db, scan, None)), self.db.catalog.get(table))
         count = int(root.collect()["count"].sum())
         self.db.checkpoint()
         self._count_tree(root)
@@ -414,9 +411,8 @@ class Node:
         ``exchange_id``; ``consumers`` is None when the update cannot move tuples."""
         moves = consumers is not None
         t = self.db.catalog.get(table)
-        spec = {"source": {"kind": "scan", "table": table, "filters": filters, "with_rids": True},
-                "hint": hint}
-        scan = Materialize(build_tree(self.db, spec, None))
+        found_by = plan.Fragment("update", plan.Scan(table, filters, with_rids=True), hint=hint)
+        scan = Materialize(build_tree(self.db, found_by, None))
         found = scan.collect()
         self._count_tree(scan)
         rids, records = new_records(t, found, assignments)
@@ -445,9 +441,8 @@ class Node:
         (``consumers[route(tuple)]``): after LH* splits (``minidb.sdds.table``), the rows of a
         bucket that moved to another node. Returns how many left."""
         t = self.db.catalog.get(table)
-        spec = {"source": {"kind": "scan", "table": table, "filters": [], "with_rids": True},
-                "hint": None}
-        scan = Materialize(build_tree(self.db, spec, None))
+        everything = plan.Fragment("rehome", plan.Scan(table, [], with_rids=True))
+        scan = Materialize(build_tree(self.db, everything, None))
         found = scan.collect()
         self._count_tree(scan)
         rids, records = new_records(t, found, {})

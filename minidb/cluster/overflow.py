@@ -50,18 +50,19 @@ class OverflowSpool(Operator):
     """At a producer of the probe relation: spool the tuples whose joining processor overflowed
     and whose ``h'`` value is at or above that processor's cut; pass the others on.
 
-    ``spec``: ``key`` (the join column), ``level`` (whose hash function ``h'`` is), ``cuts`` (one
-    per consumer position, None where that processor did not overflow), ``partitioner`` (the
-    split table's, which names each tuple's consumer) and ``name`` (the overflow file's)."""
+    ``test`` is the plan's ``minidb.cluster.plan.OverflowTest``: ``key`` (the join column),
+    ``level`` (whose hash function ``h'`` is), ``cuts`` (one per consumer position, None where
+    that processor did not overflow), ``partitioner`` (the split table's, which names each
+    tuple's consumer) and ``name`` (the overflow file's)."""
 
     kind = "overflow_spool"
 
-    def __init__(self, ctx: ExecContext, child: Operator, spec: dict, spools: dict):
+    def __init__(self, ctx: ExecContext, child: Operator, test, spools: dict):
         super().__init__(child)
-        self.ctx, self.spec, self.spools = ctx, spec, spools
+        self.ctx, self.test, self.spools = ctx, test, spools
         self.schema = child.schema
-        self.key = child.schema.column(spec["key"]).name
-        cuts = spec["cuts"]
+        self.key = child.schema.column(test.key).name
+        cuts = test.cuts
         self._has = np.array([c is not None for c in cuts], dtype=bool)
         self._cut = np.array([0 if c is None else int(c) for c in cuts], dtype=np.uint64)
         self._writer: SpoolWriter | None = None
@@ -70,8 +71,8 @@ class OverflowSpool(Operator):
         batch = self._pull(self.children[0])
         if batch is None or not len(batch):
             return batch
-        where = self.spec["partitioner"].route(batch)
-        h = hash_column(batch[self.key], seed=self.spec["level"] + 1)
+        where = self.test.partitioner.route(batch)
+        h = hash_column(batch[self.key], seed=self.test.level + 1)
         out = self._has[where] & (h >= self._cut[where])
         if not out.any():
             return batch
@@ -86,12 +87,12 @@ class OverflowSpool(Operator):
         if self._writer is not None:
             heap = self._writer.close()
             self.stats.add("spill_pages_written", self._writer.pages_written)
-            self.spools.setdefault(self.spec["name"], []).append(heap)
+            self.spools.setdefault(self.test.name, []).append(heap)
             self._writer = None
         super()._close()
 
     def describe(self) -> str:
-        return f"OverflowSpool({self.key} at or above the cut of h_{self.spec['level']})"
+        return f"OverflowSpool({self.key} at or above the cut of h_{self.test.level})"
 
 
 class SpoolScan(Operator):
