@@ -11,8 +11,8 @@ import pytest
 
 import minidb
 from minidb.cluster import plan
-from minidb.cluster.coordinator import _Run
 from minidb.cluster.node import Node
+from minidb.cluster.planner import ParallelPlanner
 from minidb.errors import MinidbError
 from minidb.exec.expr import Col, Compare, Const
 from minidb.exec.join.simple_hash import SimpleHashJoin
@@ -158,10 +158,10 @@ def test_a_hinted_join_is_in_the_plan_with_its_placement(pdb):
 
 
 def test_a_plan_whose_ends_disagree_is_refused_before_any_node_runs(pdb):
-    run = _Run(pdb, parse_hints(None), 999)
+    run = ParallelPlanner(pdb, parse_hints(None), 999)
     send = plan.Fragment("q999.s", plan.Scan("a"), sink=plan.SplitTo("q999.x", [0, 1], hashed("k", 2)))
     receive = plan.Fragment("q999.r", plan.Receive("q999.x", [0], SCHEMA), sink=plan.ToHost())
     with pytest.raises(MinidbError, match="internal error: q999.r receives q999.x"):
-        run.phase("broken", [(0, "run", (receive,)), (1, "run", (receive,)),
+        run.scheduler.phase("broken", [(0, "run", (receive,)), (1, "run", (receive,)),
                              (0, "run", (send,)), (1, "run", (send,))])
-    assert run.phases == []  # nothing ran
+    assert run.scheduler.phases == []  # nothing ran

@@ -49,7 +49,7 @@ def test_every_relative_link_points_to_an_existing_file(markdown):
 def test_lecture_links_into_the_engine():
     targets = {(LECTURE_DIR / t).resolve() for t in links(LECTURE) if local(t)}
     for module in ("minidb/parallel/partitioners.py", "minidb/parallel/exchange.py",
-                   "minidb/cluster/coordinator.py", "minidb/cost/model.py"):
+                   "minidb/cluster/scheduler.py", "minidb/cost/model.py"):
         assert ROOT / module in targets, f"the lecture should link {module}"
 
 
