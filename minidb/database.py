@@ -425,7 +425,7 @@ def check_data_dir(data_dir: Any) -> None:
 
 #: keyword arguments of ``connect`` that only the parallel engine takes
 PARALLEL_OPTIONS = ("address", "disk_nodes", "diskless_nodes", "timeout", "packet_bytes",
-                    "profile", "num_cpus")
+                    "profile", "num_cpus", "bit_filters")
 
 
 def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
@@ -438,7 +438,9 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     ``backend="ray"`` gives a shared-nothing ``minidb.cluster.ParallelDatabase`` whose nodes are
     objects in this process (``backend="inline"``) or Ray actors (``backend="ray"``); it also
     takes ``address``, ``disk_nodes``, ``diskless_nodes``, ``timeout``, ``packet_bytes``,
-    ``profile`` and ``num_cpus``; giving any of these makes even one node the parallel engine.
+    ``profile``, ``num_cpus`` and ``bit_filters`` (Gamma's bit-vector filters on every two-table
+    inner equi-join, ``minidb.parallel.bitfilter``; the hint ``bit_filters`` turns them on for
+    one statement); giving any of these makes even one node the parallel engine.
     ``timeout``: the seconds a phase may take before it is an error; by default 60 s stretched
     by the machine's load average per core (``minidb.cluster.machine.phase_timeout``).
 

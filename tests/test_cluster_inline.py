@@ -42,7 +42,9 @@ def test_connect_routes_to_the_parallel_engine():
 def test_counters_phases_and_control_messages(wisconsin_pair):
     with minidb.connect(nodes=4, backend="inline") as db:
         load(db, wisconsin_pair, "hash(unique1)")
-        r = db.sql("SELECT a.unique1, b.unique2 FROM a JOIN b ON a.unique1 = b.unique1")
+        # Gamma's plan (hinted: the planner would join these co-located tables in place)
+        r = db.sql("SELECT a.unique1, b.unique2 FROM a JOIN b ON a.unique1 = b.unique1",
+                   hint="repartition")
         assert r.phase_names == ["build", "probe"]
         assert set(r.per_node) == {0, 1, 2, 3}
         # both relations hashed on the join key: every probe packet stays on its node

@@ -41,7 +41,7 @@ def run(a, b, placement: str, memory: int, **connect):
                         **({"disk_nodes": 2} if placement == "remote" else {}), **connect) as db:
         db.create_table("a", a, partition="hash(v)")
         db.create_table("b", b, partition="hash(w)")
-        res = db.sql(f"/*+ {placement} */ {SQL}")
+        res = db.sql(f"/*+ {placement} repartition */ {SQL}")  # Gamma's plan, as §6 ran it
         left = [n._spools for n in getattr(db.backend, "nodes", [])]
         return res, left
 

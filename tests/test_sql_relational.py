@@ -247,7 +247,7 @@ def test_parallel_distinct_repartitions_by_hash_of_the_outputs(cluster):
 
 
 def test_parallel_distinct_over_a_join_repartitions_the_join_result(cluster):
-    r = cluster.sql("SELECT DISTINCT t.g FROM t JOIN u ON t.k = u.k")
+    r = cluster.sql("SELECT DISTINCT t.g FROM t JOIN u ON t.k = u.k", hint="repartition")
     assert r.phase_names == ["build", "probe"]
     text = r.explain()
     assert "probe on nodes [0, 1, 2], drop local duplicates -> hash(g) to nodes [0, 1, 2]" in text

@@ -109,7 +109,10 @@ from minidb.sql.translate import (
 from minidb.storage.schema import Schema, concat_records
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 
+BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
+#: NonStop SQL's three parallel join strategies (Englert et al. 1989), as hint words
+JOIN_STRATEGIES = ("co_located", "broadcast", "repartition")
 
 
 class ParallelResult(ResultRows):
@@ -216,9 +219,13 @@ class ParallelDatabase:
                  page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
                  timeout: float | None = None, packet_bytes: int = 2048, profile: str | None = None,
-                 num_cpus: int | None = None, rid_fetch: str = "sorted", join: str | None = None):
+                 num_cpus: int | None = None, rid_fetch: str = "sorted", join: str | None = None,
+                 bit_filters: bool = False):
         check_rid_fetch(rid_fetch)
         self.join = check_join_choice(join)
+        if not isinstance(bit_filters, bool):
+            raise MinidbError(f"bit_filters must be True or False, not {bit_filters!r}")
+        self.bit_filters, self.packet_bytes = bit_filters, packet_bytes
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not timeout > 0):
             raise MinidbError(f"timeout must be a positive number of seconds (or None: 60 s "
@@ -389,18 +396,23 @@ class ParallelDatabase:
         body, comment = split_hint_comment(text)
         placement = None
         result_partition = None
+        bit_filters = self.bit_filters
+        strategy = None
         specs = []
         for h in (hint, comment):
             h, spec = _partition_hint(h or "")
             result_partition = spec or result_partition
-            words = [w for w in h.replace(",", " ").split()]
-            placement = next((w.lower() for w in words if w.lower() in PLACEMENTS), placement)
-            specs.append(" ".join(w for w in words if w.lower() not in PLACEMENTS) or None)
+            words = [w.lower().replace("-", "_") for w in h.replace(",", " ").split()]
+            placement = next((w for w in words if w in PLACEMENTS), placement)
+            strategy = next((w for w in words if w in JOIN_STRATEGIES), strategy)
+            bit_filters = bit_filters or BIT_FILTER_HINT in words
+            specs.append(" ".join(w for w in words if w not in PLACEMENTS + JOIN_STRATEGIES
+                                  and w != BIT_FILTER_HINT) or None)
         hints = with_default_join(parse_hints(*specs), self.join)
         statement = translate(body, self.host.catalog)
         self._take_counters("start of statement")
         run = ParallelPlanner(self, hints, next(self._ids))
-        run.placement = placement
+        run.placement, run.bit_filters, run.strategy = placement, bit_filters, strategy
         if result_partition is not None and not isinstance(statement, CreateTableAsStatement):
             raise MinidbError("the hint partition=... only applies to CREATE TABLE ... AS SELECT")
         start = time.perf_counter()
@@ -431,14 +443,23 @@ class ParallelDatabase:
 
     def _create_table_as(self, st: CreateTableAsStatement, run: ParallelPlanner, partition) -> int:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
-        disk nodes, as Gamma's "retrieve into" runs (Sections 2.2 and 4); anything else (joins,
-        aggregates, ORDER BY, a partitioning that must see the data first) is computed at the
-        host and then dealt out."""
+        disk nodes, as Gamma's "retrieve into" runs (Sections 2.2 and 4), and so is a two-table
+        join stored with ``partition=local`` that runs co-located or broadcast (NonStop SQL's
+        join benchmark); anything else (other joins, aggregates, ORDER BY, a partitioning that
+        must see the data first) is computed at the host and then dealt out."""
         q = st.query
         plain = (isinstance(q, SelectQuery) and len(q.refs) == 1 and not q.aggregating and not q.order and q.limit is None
                  and q.visible == len(q.outputs) and not q.distinct)
         if plain:
             stored = run.select_into(st.name, q, partition)
+            if stored is not None:
+                return stored
+        local = isinstance(partition, str) and partition.strip().lower() == "local"
+        two_table_join = (isinstance(q, SelectQuery) and len(q.refs) == 2 and len(q.edges) == 1
+                          and not q.aggregating and not q.order and q.limit is None
+                          and q.visible == len(q.outputs) and not q.distinct)
+        if local and two_table_join:
+            stored = run.join_into_local(st.name, q)
             if stored is not None:
                 return stored
         schema, records = run.select(q)

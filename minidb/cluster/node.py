@@ -38,6 +38,7 @@ from minidb.exec.iterator import Operator
 from minidb.exec.join.base import JoinAlgorithm
 from minidb.exec.project import Project
 from minidb.exec.scan import RID, ArrayScan
+from minidb.parallel.bitfilter import ApplyBitFilters, BitFilter, BuildBitFilter
 from minidb.parallel.exchange import (
     FLUSH_BYTES,
     RAY_FLUSH_BYTES,
@@ -58,6 +59,7 @@ COST_KIND = {
     "project": "project", "hash_aggregate": "aggregate", "store": "store", "insert": "store",
     "update": "store", "delete": "store", "array_scan": "copy", "materialize": "copy",
     "overflow_spool": "partition", "spool_scan": "heap_scan",
+    "build_bit_filter": "bit_filter", "apply_bit_filters": "bit_filter",  # a hash + a bit per tuple
 }
 
 WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
@@ -76,7 +78,12 @@ def build_tree(db: Database, fragment: plan.Fragment, inbox: Inbox | None, timeo
     any node runs it."""
     spools = {} if spools is None else spools  # the node's overflow files, by name
     op = _source(db, fragment.source, inbox, timeout, fragment.hint, spools)
-    for step in fragment.steps:
+    return _apply_steps(db, op, fragment.steps, spools)
+
+
+def _apply_steps(db: Database, op: Operator, steps: list, spools: dict) -> Operator:
+    """``steps`` (``minidb.cluster.plan``) on top of ``op``, one after the other."""
+    for step in steps:
         match step:
             case plan.Projection(outputs):
                 op = Project(op, outputs)
@@ -88,6 +95,8 @@ def build_tree(db: Database, fragment: plan.Fragment, inbox: Inbox | None, timeo
                 op = HashAggregate(db.ctx, op, op.schema.names, [], db.memory_pages)
             case plan.OverflowTest():  # Gamma's overflow resolution, at a probe producer
                 op = OverflowSpool(db.ctx, op, step, spools)
+            case plan.BitFilterTest(key, partitioner, filters):  # Gamma's bit-vector filters
+                op = ApplyBitFilters(op, key, partitioner, filters)
             case plan.Averages(columns):  # AVG = sum / count, after a final aggregation
                 keep = [(n, Col(n)) for n in op.schema.names]
                 op = Project(op, keep + [(name, average_expr(s, c)) for name, s, c in columns])
@@ -108,12 +117,16 @@ def _source(db: Database, src, inbox: Inbox | None, timeout: float, hint,
             return ExchangeReceive(inbox or Inbox(), exchange, producers, schema, timeout)
         case plan.Join():
             build = _source(db, src.build, inbox, timeout, hint, spools)
+            if src.bit_filter_bits is not None:  # set a bit per build tuple as it arrives
+                build = BuildBitFilter(build, src.build_key, src.bit_filter_bits)
             probe = _source(db, src.probe, inbox, timeout, hint, spools)
             op = src.algorithm(db.ctx, build, probe, src.build_key, src.probe_key,
                                db.memory_pages, outer=src.outer, condition=src.condition)
             if src.distributed is not None:  # Gamma's distributed overflow resolution
                 op.distributed = src.distributed
             return op
+        case plan.Local(scan, steps):  # a join input read where the join runs
+            return _apply_steps(db, _source(db, scan, inbox, timeout, hint, spools), steps, spools)
         case plan.ReadSpool(name, schema):
             return SpoolScan(schema, spools.get(name, []))
         case plan.Arrays(schema, records):
@@ -310,6 +323,15 @@ class Node:
             if getattr(op, "distributed", None) is not None:
                 return op.cut
         return None
+
+    def bit_filter(self, frag_id: str) -> BitFilter:
+        """The bit-vector filter the join of an opened fragment built during its build phase
+        (what a Gamma join process sends its scheduler, Section 2)."""
+        root, _ = self._open[frag_id]
+        for op in root.walk():
+            if isinstance(op, BuildBitFilter):
+                return op.filter
+        raise MinidbError(f"internal error: fragment {frag_id} builds no bit filter")
 
     def drop_spools(self, names: list[str]) -> None:
         """Remove the overflow files kept under ``names``."""
@@ -513,6 +535,9 @@ class Node:
                         self._work["join"][key] = self._work["join"].get(key, 0) + int(n)
                 elif op.kind in COST_KIND:
                     self._add_tuples(COST_KIND[op.kind], n)
+                if isinstance(op, ApplyBitFilters | BuildBitFilter):  # unpriced extras
+                    for key, n in op.stats.extra.items():
+                        self._work["join"][key] = self._work["join"].get(key, 0) + int(n)
 
     def _count_split(self, split: SplitTable) -> None:
         """Add a split table's traffic; it is the output of an operator already counted."""

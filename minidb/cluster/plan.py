@@ -63,7 +63,9 @@ class Join:
     """Join ``build`` and ``probe`` on ``build_key = probe_key`` with the join plug-in class
     ``algorithm`` (``minidb.exec.join.base.JoinAlgorithm``); ``outer`` keeps every probe tuple,
     ``condition`` is a further predicate on a matching pair, ``distributed`` makes a Simple hash
-    join a processor of Gamma's distributed overflow resolution (``minidb.cluster.overflow``)."""
+    join a processor of Gamma's distributed overflow resolution (``minidb.cluster.overflow``),
+    ``bit_filter_bits`` builds a bit-vector filter of that many bits over the build input
+    (``minidb.parallel.bitfilter``)."""
 
     build: Any
     probe: Any
@@ -73,6 +75,7 @@ class Join:
     outer: bool = False
     condition: Any = None
     distributed: dict | None = None
+    bit_filter_bits: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("build", "probe"):
@@ -88,7 +91,9 @@ class Join:
         extra = f" and {self.condition}" if self.condition is not None else ""
         overflow = (f", overflow pass {self.distributed['level']} spread over the nodes"
                     if self.distributed is not None else "")
-        out = [f"{how} {kind} on {self.build_key} = {self.probe_key}{extra}{overflow}"]
+        bits = (f", building a {self.bit_filter_bits}-bit filter"
+                if self.bit_filter_bits is not None else "")
+        out = [f"{how} {kind} on {self.build_key} = {self.probe_key}{extra}{overflow}{bits}"]
         for label, side in (("build", self.build), ("probe", self.probe)):
             first, *rest = side.lines()
             out += [f"  {label}: {first}"] + [f"  {line}" for line in rest]
@@ -117,7 +122,28 @@ class Arrays:
         return [f"{len(self.records)} tuples given with the plan"]
 
 
-SOURCES = (Scan, Receive, Join, ReadSpool, Arrays)
+@dataclass
+class Local:
+    """A join input read on the join's own node: ``source`` (a ``Scan``) with ``steps`` applied
+    (NonStop SQL's co-located and broadcast joins read one or both tables where they lie)."""
+
+    source: Any
+    steps: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.source, Scan), "a local join input reads a Scan")
+        for step in self.steps:
+            _check(isinstance(step, STEPS), f"unknown step {step!r} on a local join input")
+
+    def lines(self) -> list[str]:
+        out, depth = [], 0
+        for step in reversed(self.steps):
+            out += ["  " * depth + line for line in step.lines()]
+            depth += 1
+        return out + ["  " * depth + line for line in self.source.lines()]
+
+
+SOURCES = (Scan, Receive, Join, ReadSpool, Arrays, Local)
 
 # -- steps ------------------------------------------------------------------------------------
 
@@ -184,7 +210,23 @@ class OverflowTest:
         return [f"spool {self.key} at or above the overflow cuts of h_{self.level} to {self.name}"]
 
 
-STEPS = (Projection, Selection, Aggregation, DuplicateElimination, Averages, OverflowTest)
+@dataclass
+class BitFilterTest:
+    """Gamma's bit-vector filters at a producer of the probe relation (Section 2): a tuple
+    routed by ``partitioner`` to join site i is sent only if its ``key``'s bit is set in
+    ``filters[i]`` (``minidb.parallel.bitfilter.BitFilter``, one per site)."""
+
+    key: str
+    partitioner: Any
+    filters: list
+
+    def lines(self) -> list[str]:
+        return [f"drop {self.key} values the bit filters of {len(self.filters)} join sites "
+                "rule out"]
+
+
+STEPS = (Projection, Selection, Aggregation, DuplicateElimination, Averages, OverflowTest,
+         BitFilterTest)
 
 # -- sinks ------------------------------------------------------------------------------------
 
@@ -331,6 +373,8 @@ def check_exchanges(fragments: list[tuple[Fragment, list[int]]]) -> None:
 def _sources(source) -> list:
     if isinstance(source, Join):
         return [source, *_sources(source.build), *_sources(source.probe)]
+    if isinstance(source, Local):
+        return [source, *_sources(source.source)]
     return [source]
 
 
@@ -341,7 +385,7 @@ def _check(ok: bool, message: str) -> None:
 
 
 __all__ = [
-    "Aggregation", "Arrays", "Averages", "DuplicateElimination", "Fragment", "Hold", "Join",
-    "OverflowTest", "Phase", "Projection", "ReadSpool", "Receive", "Scan", "Selection", "SplitTo",
+    "Aggregation", "Arrays", "Averages", "BitFilterTest", "DuplicateElimination", "Fragment",
+    "Hold", "Join", "Local", "OverflowTest", "Phase", "Projection", "ReadSpool", "Receive", "Scan", "Selection", "SplitTo",
     "StoreInto", "ToHost", "check_exchanges", "exchanges",
 ]

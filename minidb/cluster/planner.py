@@ -10,8 +10,9 @@ The parallel subset: one-table SELECT (selection on every disk node, or only on 
 ``Partitioner.nodes_for_range`` names; each node chooses heap or index with the single-node
 planner), projections, scalar aggregates (partials per node, combined at the host), GROUP BY
 (partials sent by a hash of the group key to the aggregation nodes, which compute the final
-groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one parallel hash join
-(also a LEFT JOIN), joins of up to four tables (or with no equality at all) as one right-deep
+groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one parallel join (also a
+LEFT JOIN) in one of NonStop SQL's three strategies (``_join_strategy``), its aggregates run at
+the join nodes (``_aggregate_at_joins``), joins of up to four tables (or with no equality at all) as one right-deep
 pipeline of hash joins (``_join_pipeline``: tables with an equality are hash-partitioned on
 their key, the others broadcast), CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE.
 Anything else is an ``UnsupportedSQLError`` naming it.
@@ -32,6 +33,7 @@ constant of the statement (so partition pruning still applies).
 Hints (``db.sql(text, hint=...)`` or a leading ``/*+ ... */`` comment): the single-node access
 hints (``scan``, ``index``, ``clustered_index``, ``hash_join``, ``nested_loops``), a join placement
 (``local`` = disk nodes, ``remote`` = diskless nodes, ``allnodes``: Gamma's three configurations),
+``bit_filters`` (Gamma's bit-vector filters on a two-table inner equi-join, Section 2),
 and for ``CREATE TABLE ... AS SELECT`` the declustering of the result (``partition=hash(a)``, any
 spec ``create_table`` accepts; round-robin when absent; ``partition=local``: every node keeps the
 tuples it selected, NonStop SQL's plan for its 1% select-and-insert).
@@ -49,7 +51,8 @@ char(5) and char(9)) meet on the same node.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -60,10 +63,12 @@ from minidb.cluster.overflow import MAX_DISTRIBUTED_PASSES, ROUTING_SEED, spool_
 from minidb.cluster.plan import (
     Aggregation,
     Averages,
+    BitFilterTest,
     DuplicateElimination,
     Fragment,
     Hold,
     Join,
+    Local,
     OverflowTest,
     Projection,
     ReadSpool,
@@ -92,6 +97,7 @@ from minidb.exec.union import UnionAll
 from minidb.parallel.partitioners import (
     Hash,
     Partitioner,
+    Range,
     RangeUniform,
     RoundRobin,
     parse_partitioning,
@@ -131,6 +137,8 @@ class ParallelPlanner:
     def __init__(self, pdb: Any, hints, qid: int):
         self.pdb, self.hints, self.qid = pdb, hints, qid  # pdb: the ParallelDatabase
         self.placement: str | None = None
+        self.bit_filters = False  # Gamma's bit-vector filters on a two-table inner join
+        self.strategy: str | None = None  # a hinted join strategy (co_located, broadcast ...)
         self.scheduler = Scheduler(pdb)
         self._x = itertools.count()
 
@@ -193,9 +201,6 @@ class ParallelPlanner:
             p.fit(None, len(pdb.disk))
         except MinidbError:
             return None  # it learns from the data: fall back to storing through the host
-        shadow = Table.create(pdb.host.disk, pdb.host.buffer, name, layout,
-                              np.empty(0, dtype=layout.dtype))
-        pdb.host.catalog.add(shadow)
         x, held = self.exchange("store"), self.exchange("held")
         if local:  # each node stores its own results (NonStop SQL's plan for INSERT ... SELECT)
             spec = spec.into(Hold(held))
@@ -208,12 +213,23 @@ class ParallelPlanner:
             calls = [(n, "run", (receive,)) for n in pdb.disk] + [(n, "run", (spec,)) for n in targets]
             texts = [f"select {ref.table.name} on nodes {targets} -> {p.describe()} to nodes "
                      f"{pdb.disk}", f"store into {name} on nodes {pdb.disk}"]
+        return self._store_held(name, layout, held, p,
+                                lambda: self.scheduler.phase("select into", calls, texts=texts))
+
+    def _store_held(self, name: str, layout: Schema, held: str, p: Partitioner,
+                    fill: Callable[[], object]) -> int:
+        """Make the new relation ``name``: ``fill`` runs the phases whose fragments hold its
+        tuples on the disk nodes (sink ``Hold(held)``), then every disk node's store operator
+        writes what it holds as its fragment, in a phase of its own (so one node never runs
+        two disk-using fragments at once). Returns the tuple count."""
+        pdb = self.pdb
+        shadow = Table.create(pdb.host.disk, pdb.host.buffer, name, layout,
+                              np.empty(0, dtype=layout.dtype))
+        pdb.host.catalog.add(shadow)
         try:
-            self.scheduler.phase("select into", calls, texts=texts)
-            # the store operators started above now write what they received (a phase of its
-            # own, so one node never runs two disk-using fragments at once)
+            fill()
             done = self.scheduler.phase("store result", [(n, "store_held", (held, name, layout))
-                                               for n in pdb.disk], operators=0)
+                                                         for n in pdb.disk], operators=0)
         except BaseException:
             pdb.host.drop_table(name)
             try:
@@ -225,6 +241,19 @@ class ParallelPlanner:
         shadow._num_records = sum(d["records"] for d in done)
         pdb.schemes[name.lower()] = p
         return shadow._num_records
+
+    def join_into_local(self, name: str, q: SelectQuery) -> int | None:
+        """``CREATE TABLE name AS`` a two-table join with ``partition=local``, as NonStop SQL
+        runs its join benchmark ("each pair of partitions is joined in parallel and the result
+        of that mini-join is inserted into the result table"): a co-located or broadcast join
+        whose nodes each store their own result tuples. None when the join must repartition
+        (the caller then stores the result through the host)."""
+        b, pr, bkey, pkey, est = self._join_sides(q)
+        strategy, why = self._join_strategy(q, b, pr, bkey, pkey, est)
+        if strategy == "repartition":
+            return None
+        self.scheduler.note(f"join strategy: {strategy.replace('_', '-')} ({why})")
+        return self._join_in_place(q, strategy, b, pr, bkey, pkey, into=name)
 
     def _targets(self, ref) -> list[int]:
         p = self.pdb.schemes[ref.table.name.lower()]
@@ -393,8 +422,10 @@ class ParallelPlanner:
             self.scheduler.note(describe_answer(i, sub, answers[-1]))
         return self.select(plan.finish(answers))
 
-    def _join(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
-        self._note_propagation(q)
+    @staticmethod
+    def _join_sides(q: SelectQuery) -> tuple[int, int, str, str, list[float]]:
+        """The build and probe sides of a two-table join, their keys and the size estimates:
+        the build side is the smaller estimate (the right table of a LEFT JOIN)."""
         edge = q.edges[0]
         est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
         b = edge.left if est[edge.left] <= est[edge.right] else edge.right
@@ -403,6 +434,15 @@ class ParallelPlanner:
         pr = edge.right if b == edge.left else edge.left
         bkey = edge.left_col if b == edge.left else edge.right_col
         pkey = edge.right_col if b == edge.left else edge.left_col
+        return b, pr, bkey, pkey, est
+
+    def _join(self, q: SelectQuery) -> tuple[Schema, np.ndarray]:
+        self._note_propagation(q)
+        b, pr, bkey, pkey, est = self._join_sides(q)
+        strategy, why = self._join_strategy(q, b, pr, bkey, pkey, est)
+        self.scheduler.note(f"join strategy: {strategy.replace('_', '-')} ({why})")
+        if strategy != "repartition":
+            return self._join_in_place(q, strategy, b, pr, bkey, pkey)
         placement = {"local": self.pdb.disk, "remote": self.pdb.diskless,
                      "allnodes": list(range(self.pdb.num_nodes))}
         where = self.placement or "local"
@@ -410,23 +450,15 @@ class ParallelPlanner:
         scans, schemas = {}, {}
         for side, key in ((b, bkey), (pr, pkey)):
             ref = q.refs[side]
-            cols = [c.name for c in ref.table.schema.columns if f"{ref.alias}.{c.name}" in q.needed] \
-                or [ref.table.schema.columns[0].name]
             p = Hash(key)
             p.fit(None, len(joiners))
             x = self.exchange("build" if side == b else "probe")
             spec = Fragment(self.exchange("scan"), Scan(ref.table.name, ref.filters),
-                            [Projection([(f"{ref.alias}.{c}", Col(c)) for c in cols])],
-                            SplitTo(x, joiners, p), self.hints)
+                            [Projection(self._needed(q, side))], SplitTo(x, joiners, p),
+                            self.hints)
             scans[side] = (spec, self._targets(ref), x)
             schemas[side] = self.dry(spec).schema
-        steps = []
-        if q.residual:
-            steps.append(Selection(conjunction(q.residual)))
-        if not q.aggregating:
-            steps.append(Projection(q.outputs))
-            if q.distinct:  # each join node drops its own duplicates first
-                steps.append(DuplicateElimination())
+        steps = self._join_steps(q)
         join_id = self.exchange("join")
         source = Join(Receive(scans[b][2], scans[b][1], schemas[b]),
                       Receive(scans[pr][2], scans[pr][1], schemas[pr]), bkey, pkey,
@@ -436,8 +468,14 @@ class ParallelPlanner:
         overflow = self._distributes_overflow(source.algorithm, q, distinct)
         if overflow:
             source.distributed = {"level": 0, "spools": spool_names(join_id, 0)}
+        filtered = self.bit_filters and not q.outer  # an outer join keeps every probe tuple
+        if filtered:  # one packet of bits per site (minidb.parallel.bitfilter says why)
+            source.bit_filter_bits = 8 * self.pdb.packet_bytes
         join = Fragment(join_id, source, steps, ToHost(), self.hints)
         join_schema = self.dry(join).schema
+        agg = self._aggregate_at_joins(q, join, joiners, overflow)
+        if agg is not None:
+            join = agg.join
         if distinct:  # the join result goes to the duplicate elimination, not to the host
             by_row = Hash(*q.names)
             by_row.fit(None, len(joiners))
@@ -447,7 +485,10 @@ class ParallelPlanner:
         self.scheduler.phase("build", [(n, "start", (join,)) for n in joiners]
                    + [(n, "run", (bspec,)) for n in bnodes], texts=[
             f"scan {q.refs[b].table.name} on nodes {bnodes} -> hash({bkey}) to nodes {joiners}",
-            f"build ({source.algorithm.kind}) on nodes {joiners}"])
+            f"build ({source.algorithm.kind}) on nodes {joiners}"
+            + (", each setting its bit-vector filter" if filtered else "")])
+        if filtered:
+            pspec = self._with_bit_filters(join, pspec, pkey, joiners, pnodes)
         if distinct:
             return self._probe_distinct(q, join, join_schema, joiners, pspec, pnodes,
                                         f"scan {q.refs[pr].table.name} on nodes {pnodes} -> "
@@ -456,21 +497,249 @@ class ParallelPlanner:
             cuts = self._overflow_cuts(join, joiners)
             if any(c is not None for c in cuts):
                 pspec = _with_overflow_test(pspec, pkey, 0, cuts, source.distributed)
-        parts = self.scheduler.phase("probe", [(n, "drain", (join.id,)) for n in joiners]
-                           + [(n, "run", (pspec,)) for n in pnodes], texts=[
-            f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes {joiners}"
-            + (" (tuples above an overflowed node's cut spooled here)" if overflow
-               and any(c is not None for c in cuts) else ""),
-            f"probe on nodes {joiners}" + (f" (left outer join: each {q.refs[pr].table.name} "
-                                           "tuple that matches nothing is padded with NULLs)"
-                                           if q.outer else "") + " -> host"])
+        finals = agg.final_calls if agg is not None else []
+        parts = self.scheduler.phase(
+            "probe", finals + [(n, "drain", (join.id,)) for n in joiners]
+            + [(n, "run", (pspec,)) for n in pnodes], texts=[
+                f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes "
+                f"{joiners}" + (" (tuples above an overflowed node's cut spooled here)"
+                                if overflow and any(c is not None for c in cuts) else ""),
+                f"probe on nodes {joiners}" + (f" (left outer join: each {q.refs[pr].table.name} "
+                                               "tuple that matches nothing is padded with NULLs)"
+                                               if q.outer else "")
+                + (f", {agg.text}" if agg is not None else " -> host")])
         parts = parts[:len(joiners)]
         if overflow and any(c is not None for c in cuts):
             parts += self._overflow_passes(join, joiners, sorted(set(pnodes) | set(joiners)),
                                            schemas[b], schemas[pr], bkey, pkey)
+        if agg is not None:
+            return self._aggregated(q, agg, parts)
+        return self._join_result(q, join_schema, parts)
+
+    def _with_bit_filters(self, join: Fragment, pspec: Fragment, pkey: str, joiners: list[int],
+                          pnodes: list[int]) -> Fragment:
+        """Gamma's bit-vector filters (Section 2): after the build, each join site sends the
+        filter it built to the scheduler (one message each), which sends the whole array to
+        every producer of the probe relation (one message each); their split tables then drop
+        the tuples that cannot join (``minidb.parallel.bitfilter``)."""
+        filters = self.pdb.backend.call_many([(n, "bit_filter", (join.id,)) for n in joiners],
+                                             "bit filters")
+        self.scheduler.scheduler_messages += len(joiners) + len(pnodes)
+        self.scheduler.note(f"bit filters: join sites {joiners} -> scheduler -> producers on "
+                            f"nodes {pnodes} ({', '.join(f'{f.fill():.0%}' for f in filters)} "
+                            "of the bits set)")
+        return pspec.then(BitFilterTest(pkey, pspec.sink.partitioner, filters))
+
+    # -- NonStop SQL's three join strategies ----------------------------------------------------
+    def _join_strategy(self, q: SelectQuery, b: int, pr: int, bkey: str, pkey: str,
+                       est: list[float]) -> tuple[str, str]:
+        """Which of NonStop SQL's three parallel join strategies (Englert et al. 1989, section
+        "Parallelism in NonStop SQL") runs the join, and why:
+
+        * ``co_located``: both tables are partitioned the same way on the join columns, so each
+          node joins its own fragments and no tuple moves;
+        * ``broadcast``: one table is small: it is sent whole to every node holding the other's
+          qualifying fragments, which join it with their fragment where it lies (NonStop SQL
+          does a nested join there; minidb runs the chosen join plug-in);
+        * ``repartition``: both tables are hashed on the join attribute to the join nodes, as
+          Gamma runs every join (Section 2).
+
+        A hint names one; otherwise co-location wins when it holds, and broadcast when sending
+        the small table to every node moves fewer tuples than repartitioning both tables (the
+        planner's estimates). Gamma's Remote and Allnodes placements join on processors other
+        than the data's, so they always repartition."""
+        names = (q.refs[b].table.name, q.refs[pr].table.name)
+        same, reason = self._co_partitioned(q, b, pr, bkey, pkey)
+        placed = self.placement not in (None, "local")
+        if self.strategy is not None and self.strategy != "repartition" and placed:
+            raise MinidbError(f"the hint {self.strategy} joins where the data lies; it cannot "
+                              f"run in the {self.placement} placement")
+        if self.strategy == "co_located" and not same:
+            raise MinidbError(f"co_located needs both tables partitioned the same way on the "
+                              f"join columns, and {reason}")
+        if self.strategy is not None:
+            return self.strategy, "hinted"
+        if placed:
+            return "repartition", f"{self.placement} placement: the join runs on other nodes"
+        if same:
+            return "co_located", reason
+        nodes = len(self._targets(q.refs[pr]))
+        small, large = est[b], est[pr]
+        if small * nodes < small + large:
+            return "broadcast", (f"{names[0]} is small: sending ~{small:,.0f} tuples to each of "
+                                 f"{nodes} nodes moves fewer than repartitioning both tables "
+                                 f"(~{small + large:,.0f})")
+        return "repartition", (f"broadcasting {names[0]} to {nodes} nodes would move "
+                               f"~{small * nodes:,.0f} tuples, repartitioning both "
+                               f"~{small + large:,.0f}")
+
+    def _co_partitioned(self, q: SelectQuery, b: int, pr: int, bkey: str,
+                        pkey: str) -> tuple[bool, str]:
+        """Whether the two tables are partitioned exactly the same way on their join columns
+        (the same hash function, or the same range boundaries, over the same disk nodes)."""
+        parts = []
+        for side, key in ((b, bkey), (pr, pkey)):
+            ref = q.refs[side]
+            p = self.pdb.schemes[ref.table.name.lower()]
+            parts.append((ref.table.name, p, key.split(".", 1)[1].lower()))
+        (bn, bp, bc), (pn, pp, pc) = parts
+        shown = f"{bn} is {bp.describe()}, {pn} is {pp.describe()}"
+        if [c.lower() for c in bp.columns] != [bc] or [c.lower() for c in pp.columns] != [pc]:
+            return False, f"{shown}, not on the join columns {bc} and {pc}"
+        if type(bp) is not type(pp):
+            return False, f"{shown}: different kinds"
+        if isinstance(bp, Hash):
+            same = bp.seed == pp.seed
+        elif isinstance(bp, Range):
+            same = (bp._bounds is not None and pp._bounds is not None
+                    and len(bp._bounds) == len(pp._bounds)
+                    and bool(np.all(bp._bounds == pp._bounds)))
+        else:
+            same = False
+        if not same:
+            return False, f"{shown}: not the same function or boundaries"
+        return True, f"{shown}: each node joins its own fragments"
+
+    def _join_in_place(self, q: SelectQuery, strategy: str, b: int, pr: int, bkey: str,
+                       pkey: str, into: str | None = None):
+        """A co-located or broadcast join: the probe table is read where it lies, on the nodes
+        holding its qualifying fragments; the build table too (co-located), or broadcast to
+        those nodes from its own (broadcast). Returns the schema and rows, or with ``into`` the
+        count of tuples each node stored in its fragment of the new relation ``into``."""
+        bref, pref = q.refs[b], q.refs[pr]
+        bnodes, pnodes = self._targets(bref), self._targets(pref)
+        probe = Local(Scan(pref.table.name, pref.filters), [Projection(self._needed(q, pr))])
+        texts = []
+        if strategy == "co_located":
+            nodes = sorted(set(bnodes) | set(pnodes))
+            build = Local(Scan(bref.table.name, bref.filters), [Projection(self._needed(q, b))])
+            bspec = None
+        else:
+            nodes = pnodes
+            x = self.exchange("broadcast")
+            bspec = Fragment(self.exchange("scan"), Scan(bref.table.name, bref.filters),
+                             [Projection(self._needed(q, b))], SplitTo(x, nodes, mode="broadcast"),
+                             self.hints)
+            build = Receive(x, bnodes, self.dry(bspec).schema)
+            texts.append(f"scan {bref.table.name} on nodes {bnodes} -> broadcast to nodes {nodes}")
+        algorithm = self.join_algorithm(q.outer)
+        join = Fragment(self.exchange("join"),
+                        Join(build, probe, bkey, pkey, algorithm, outer=q.outer,
+                             condition=conjunction(q.join_condition)),
+                        self._join_steps(q), ToHost(), self.hints)
+        join_schema = self.dry(join).schema
+        if into is not None:
+            held = self.exchange("held")
+            join = join.into(Hold(held))
+            layout = Schema([c for c in join_schema.columns if c.name != RID])
+            p = RoundRobin()  # where later inserts go; each node keeps what it joined
+            p.fit(None, len(self.pdb.disk))
+            return self._store_held(into, layout, held, p, lambda: self._run_in_place(
+                join, bspec, nodes, bnodes, [], texts, algorithm, bref, pref,
+                f"store into {into} locally"))
+        agg = self._aggregate_at_joins(q, join, nodes)
+        if agg is not None:
+            parts = self._run_in_place(agg.join, bspec, nodes, bnodes, agg.final_calls, texts,
+                                       algorithm, bref, pref, agg.text)
+            return self._aggregated(q, agg, parts[:len(nodes)])
+        dedup = []
+        if not q.aggregating and q.distinct:  # drop duplicates where they meet, as in _join
+            by_row = Hash(*q.names)
+            by_row.fit(None, len(nodes))
+            x = self.exchange("distinct")
+            join = join.into(SplitTo(x, nodes, by_row))
+            final = Fragment(self.exchange("dedup"), Receive(x, nodes, join_schema),
+                             [DuplicateElimination()], ToHost(), self.hints)
+            dedup = [(n, "run", (final,)) for n in nodes]
+        parts = self._run_in_place(join, bspec, nodes, bnodes, dedup, texts, algorithm, bref, pref,
+                                   ("drop duplicates -> host" if dedup else "-> host"))
+        return self._join_result(q, join_schema, parts[:len(nodes)], deduplicated=bool(dedup))
+
+    def _run_in_place(self, join: Fragment, bspec: Fragment | None, nodes: list[int],
+                      bnodes: list[int], dedup: list, texts: list[str], algorithm, bref, pref,
+                      then: str) -> list:
+        """The phases of a co-located join (one) or a broadcast join (build, then probe)."""
+        if bspec is None:
+            return self.scheduler.phase("co-located join", dedup + [(n, "run", (join,)) for n in nodes],
+                                        texts=[f"join ({algorithm.kind}) {bref.table.name} and "
+                                               f"{pref.table.name} on nodes {nodes}, {then}"])
+        self.scheduler.phase("build", [(n, "start", (join,)) for n in nodes]
+                             + [(n, "run", (bspec,)) for n in bnodes],
+                             texts=texts + [f"build ({algorithm.kind}) on nodes {nodes}"])
+        return self.scheduler.phase("probe", dedup + [(n, "drain", (join.id,)) for n in nodes],
+                                    texts=[f"scan {pref.table.name} where it lies, probe on "
+                                           f"nodes {nodes}, {then}"])
+
+    def _aggregate_at_joins(self, q: SelectQuery, join: Fragment, nodes: list[int],
+                            overflow: bool = False) -> _JoinAggregation | None:
+        """Aggregates over a two-table join run where Gamma runs aggregates (Section 7): each
+        join node aggregates its own result tuples (partial aggregates); a scalar aggregate's
+        partials go to the host, which combines them; a GROUP BY's are sent by a hash of the
+        group columns to the join nodes, which finish the groups and apply HAVING. Returns the
+        join fragment with its partial aggregation and sink, the final fragments to run with
+        its last phase, and how the host finishes; None when the host aggregates instead (a
+        DISTINCT aggregate, or a grouped one whose join resolves overflow in later passes,
+        which would send partials after the final aggregation ended)."""
+        if not q.aggregating or q.distinct_aggregates or (overflow and q.group_by):
+            return None
+        joined = self.dry(join).schema
+        partials, finals, averages = split_aggregates(q.aggregates, joined)
+        keys = [Projection(group_key_outputs(joined.names, q))] if q.group_keys else []
+        join = join.then(*keys, Aggregation(q.group_by, partials))
+        partial_schema = self.dry(join).schema
+        if not q.group_by:
+            return _JoinAggregation(join.into(ToHost()), [], partial_schema, finals, averages,
+                                    "partial aggregate on the join nodes -> host")
+        by_group = Hash(*q.group_by)
+        by_group.fit(None, len(nodes))
+        x = self.exchange("groups")
+        steps = [Aggregation(q.group_by, finals)] + _average_steps(averages)
+        if q.having is not None:
+            steps.append(Selection(q.having))
+        final = Fragment(self.exchange("final"), Receive(x, nodes, partial_schema), steps,
+                         ToHost(), self.hints)
+        having = f", HAVING {q.having_text}" if q.having is not None else ""
+        return _JoinAggregation(join.into(SplitTo(x, nodes, by_group)),
+                                [(n, "run", (final,)) for n in nodes], self.dry(final).schema,
+                                finals, averages,
+                                f"partial aggregate on the join nodes -> {by_group.describe()} "
+                                f"to nodes {nodes}; final aggregate{having} there -> host")
+
+    def _aggregated(self, q: SelectQuery, agg: _JoinAggregation,
+                    parts: list) -> tuple[Schema, np.ndarray]:
+        """The host's part of an aggregate run at the join nodes."""
+        if q.group_by:
+            return self._finish(q, agg.schema, parts)
+        host = HashAggregate(self.pdb.host.ctx, ArrayScan(agg.schema, _cat(parts, agg.schema)),
+                             [], agg.final_aggregates, self.pdb.host.memory_pages)
+        return self._finish(q, host.schema, [host.collect()], averages=agg.averages, having=True)
+
+    def _needed(self, q: SelectQuery, side: int) -> list:
+        """The projection of one join input to the columns the query needs, named alias.column."""
+        ref = q.refs[side]
+        cols = [c.name for c in ref.table.schema.columns if f"{ref.alias}.{c.name}" in q.needed] \
+            or [ref.table.schema.columns[0].name]
+        return [(f"{ref.alias}.{c}", Col(c)) for c in cols]
+
+    @staticmethod
+    def _join_steps(q: SelectQuery) -> list:
+        """What the join nodes do to the joined tuples: the residual conditions, then (when the
+        host does not aggregate) the SELECT list and a first duplicate elimination."""
+        steps = []
+        if q.residual:
+            steps.append(Selection(conjunction(q.residual)))
+        if not q.aggregating:
+            steps.append(Projection(q.outputs))
+            if q.distinct:  # each join node drops its own duplicates first
+                steps.append(DuplicateElimination())
+        return steps
+
+    def _join_result(self, q: SelectQuery, join_schema: Schema, parts: list,
+                     deduplicated: bool = False) -> tuple[Schema, np.ndarray]:
+        """The host's part of a two-table join: the aggregate if any, then ``_finish``."""
         rows = _cat(parts, join_schema)
         if not q.aggregating:
-            return self._finish(q, join_schema, [rows], projected=True)
+            return self._finish(q, join_schema, [rows], projected=True, deduplicated=deduplicated)
         host = aggregate_query(self.pdb.host.ctx, ArrayScan(join_schema, rows), q,
                                self.pdb.host.memory_pages)
         self.scheduler.note("host: " + " <- ".join(o.describe() for o in host.walk()))
@@ -677,9 +946,7 @@ class ParallelPlanner:
         to the join nodes by a hash of ``key`` (or broadcast, or round-robin when there is no
         key); ``constant`` (or, broadcast, ``key``) adds a column of zeros to join on."""
         ref = q.refs[side]
-        cols = [c.name for c in ref.table.schema.columns if f"{ref.alias}.{c.name}" in q.needed] \
-            or [ref.table.schema.columns[0].name]
-        outputs = [(f"{ref.alias}.{c}", Col(c)) for c in cols]
+        outputs = self._needed(q, side)
         tag = key if broadcast else constant
         if tag is not None:
             outputs.append((tag, Const(0)))
@@ -787,6 +1054,18 @@ class ParallelPlanner:
         out = self.scheduler.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
+
+
+@dataclass
+class _JoinAggregation:
+    """An aggregate run at the join nodes (``ParallelPlanner._aggregate_at_joins``)."""
+
+    join: Fragment  # the join fragment, with its partial aggregation and sink
+    final_calls: list  # the final aggregation fragments, run with the join's last phase
+    schema: Schema  # what reaches the host: partials (scalar) or finished groups (GROUP BY)
+    final_aggregates: list  # how the host combines a scalar aggregate's partials
+    averages: list
+    text: str
 
 
 def _with_overflow_test(scan: Fragment, key: str, level: int, cuts: list,

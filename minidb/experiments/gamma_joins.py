@@ -1,4 +1,5 @@
-"""Gamma's join queries against relation size, on Gamma and on the Teradata (Gamma paper, §6.1).
+"""Gamma's join experiments: relation size on Gamma and the Teradata (§6.1), processors and
+placement (§6.2.1), memory (§6.2.2), page size (§6.2.3) and the bit-vector filters of §2.
 
 ``gamma.joins`` rebuilds Tables 3 and 4: three join queries on Wisconsin relations of 10,000, 100,000
 and 1,000,000 tuples, joined once on a non-key attribute (unique2, which neither machine
@@ -36,6 +37,12 @@ do): a run at ``scale`` 0.1 on 1,000 / 10,000 / 100,000 tuples overflows as ofte
 10,000 / 100,000 / 1,000,000-tuple runs did, and its modeled seconds divided by ``scale`` are
 reported as the time at the paper's size (the row's parameters keep both sizes and the scale).
 ``--quick`` runs at 0.1.
+
+Every join here is hinted ``repartition``: Gamma hashes both relations through split tables
+for every join (§2), whatever their declustering, and the Teradata runs here the same way
+(redistribution on the key attribute keeps each tuple on its AMP: every packet is
+short-circuited). minidb's planner would otherwise pick NonStop SQL's co-located or broadcast
+strategy (``minidb/cluster/planner.py``), which neither machine had in this form.
 
 Rows: ``response_time`` (Table 3's cells, modeled; and the wall clock), ``overflows`` (the most
 overflow resolutions any joining node made) and ``spill_pages`` (overflow and spool pages
@@ -138,7 +145,7 @@ def joins(p: Params, progress: Progress) -> list[dict]:
                 for variant, attribute in ATTRIBUTES.items():
                     for query in QUERIES:
                         sql = statements(query, attribute, tuples)
-                        hint = f"/*+ {spec['placement']} {spec['join']} */ "
+                        hint = f"/*+ {spec['placement']} {spec['join']} repartition */ "
                         m = measure(db, f"{hint}CREATE TABLE r AS {sql}", drop="r")
                         if m.rows != expected_rows(query, tuples):
                             raise ExperimentError(f"{query} on {system} stored {m.rows} tuples, "
@@ -253,7 +260,7 @@ def join_speedup(p: Params, progress: Progress) -> list[dict]:
             for variant, attribute in ATTRIBUTES.items():
                 for placement in PLACEMENTS:
                     sql = statements("joinabprime", attribute, tuples)
-                    m = measure(db, f"/*+ {placement} simple_hash */ CREATE TABLE r AS {sql}",
+                    m = measure(db, f"/*+ {placement} simple_hash repartition */ CREATE TABLE r AS {sql}",
                                 drop="r")
                     if m.rows != expected_rows("joinabprime", tuples):
                         raise ExperimentError(f"joinABprime stored {m.rows} tuples on {n} nodes")
@@ -327,7 +334,7 @@ def join_memory(p: Params, progress: Progress) -> list[dict]:
             for algorithm in p["algorithms"]:
                 for placement in ("local", "remote"):
                     sql = statements("joinabprime", "unique1", tuples)
-                    m = measure(db, f"/*+ {placement} {algorithm} */ CREATE TABLE r AS {sql}",
+                    m = measure(db, f"/*+ {placement} {algorithm} repartition */ CREATE TABLE r AS {sql}",
                                 drop="r")
                     row = f"joinabprime_key_{algorithm}_{placement}"
                     params = {"share": share, "memory_pages": pages, "algorithm": algorithm,
@@ -365,3 +372,132 @@ HASH_SLACK = 1.2
 """Hashing does not split the building relation into exactly equal eighths: "enough memory"
 (100%) gives each processor a fifth more than its average share, so no processor overflows at
 the first point, as in §6.2.2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# §2: bit-vector filters on the split tables of the probe relation
+
+BIT_FILTER_QUERIES = ("joinabprime", "joinaselb")
+
+
+@experiment("gamma.bit_filters", title="Bit-vector filters: probe tuples sent with and without",
+            references=(),
+            defaults={"scale": 1.0, "seed": 1, "backend": "inline"}, quick={"scale": 0.1})
+def bit_filters(p: Params, progress: Progress) -> list[dict]:
+    """joinABprime and joinAselB on Gamma as §6.1 ran them (8 + 8 processors, Remote, Simple
+    hash, 100,000-tuple A times ``scale``), once without and once with the bit-vector filters of
+    §2 (``minidb.parallel.bitfilter``). The paper gives no numbers for them: the rows are the
+    fraction of probe tuples the producers still send (the filters drop the others), the
+    filters' fill (bits set / bits), the packets sent and the modeled time, each side by side.
+
+    What to expect from the queries' definitions (§6.1): in joinABprime a tenth of A joins
+    (Bprime holds a tenth of A's key values), so about a tenth of A should be sent, plus the
+    false positives of the filters; in joinAselB the selection on B was already propagated to
+    A, so every A tuple sent joins and the filters can drop nothing."""
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1, not {p['scale']!r}")
+    name, scale = "gamma.bit_filters", p["scale"]
+    spec = MACHINES["gamma"]
+    tuples = max(100, round(SPEEDUP_TUPLES * scale))
+    rows: list[dict] = []
+    progress.start(len(BIT_FILTER_QUERIES) * len(ATTRIBUTES))
+    with machine("gamma", scale, p["backend"]) as db:
+        load(db, "gamma", tuples, p["seed"])
+        for query in BIT_FILTER_QUERIES:
+            for variant, attribute in ATTRIBUTES.items():
+                sql = statements(query, attribute, tuples)
+                row = f"{query}_{variant}"
+                params = {"tuples": tuples, "scale": scale, "query": query,
+                          "attribute": attribute, "join": spec["join"],
+                          "placement": spec["placement"], "nodes": spec["nodes"],
+                          "seed": p["seed"], "backend": p["backend"]}
+                for filters in (False, True):
+                    words = f"{spec['placement']} {spec['join']} repartition" + (
+                        " bit_filters" if filters else "")
+                    m = measure(db, f"/*+ {words} */ CREATE TABLE r AS {sql}", drop="r")
+                    if m.rows != expected_rows(query, tuples):
+                        raise ExperimentError(f"{query} with bit filters={filters} stored "
+                                              f"{m.rows} tuples, not {expected_rows(query, tuples)}")
+                    column = "with_filters" if filters else "without_filters"
+                    rows += [make_row(name, "", row, column, params, "response_time",
+                                      m.modeled_s / scale, "s"),
+                             make_row(name, "", row, column, params, "packets_sent",
+                                      m.counters.get("packets_sent_remote", 0)
+                                      + m.counters.get("packets_short_circuited", 0), "count")]
+                    if filters:
+                        tested = m.counters.get("operators.apply_bit_filters", 0)
+                        dropped = _total(m, "bit_filter_eliminated")
+                        bits = _total(m, "bit_filter_bits")
+                        rows += [make_row(name, "", row, column, params, "probe_sent_fraction",
+                                          (tested - dropped) / tested if tested else 1.0, "ratio"),
+                                 make_row(name, "", row, column, params, "filter_fill",
+                                          _total(m, "bit_filter_bits_set") / bits if bits else 0.0,
+                                          "ratio"),
+                                 make_row(name, "", row, column, params, "probe_tuples_tested",
+                                          tested, "count")]
+                progress.advance(f"{query} on {attribute}")
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# §6.2.3: the disk page size (Figures 15 and 16)
+
+JOIN_PAGE_SIZES = (2048, 4096, 8192, 16384, 32768)
+JOIN_PAGE_MEMORY_BYTES = 4 * 2**20
+"""Hash-table memory per joining processor for the page-size runs: §6.2.3 says only that memory
+"was also kept constant and large enough so that no hash-table overflows would occur"; 4 MB holds
+a tenth of B's share at every scale here (the experiment checks that nothing overflowed)."""
+
+
+@experiment("gamma.join_page_size", title="joinAselB with disk pages of 2 to 32 KB, Local / "
+            "Remote / Allnodes", references=("Figure 15", "Figure 16"),
+            defaults={"scale": 1.0, "page_sizes": list(JOIN_PAGE_SIZES), "seed": 1,
+                      "backend": "inline"},
+            quick={"scale": 0.1})
+def join_page_size(p: Params, progress: Progress) -> list[dict]:
+    """joinAselB on 8 processors with disks and 8 without (§6.2.3's configuration), A and B of
+    100,000 tuples times ``scale``, joined on the key and on a non-key attribute in the three
+    placements, with disk pages of 2 to 32 KB and memory constant and large enough that no hash
+    table overflows; response time (Figure 15) and the speedup over 2 KB pages (Figure 16)."""
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1, not {p['scale']!r}")
+    sizes = sorted(set(p["page_sizes"]))
+    if not sizes or sizes[0] < 1024:
+        raise ExperimentError(f"page_sizes must be at least 1024 bytes, not {p['page_sizes']!r}")
+    name, scale = "gamma.join_page_size", p["scale"]
+    tuples = max(100, round(SPEEDUP_TUPLES * scale))
+    rows: list[dict] = []
+    first: dict[str, float] = {}
+    progress.start(len(sizes))
+    for size in sizes:
+        db = build(16, scaled_fixed_costs("gamma", scale), size, p["backend"], disk_nodes=8,
+                   memory_pages=max(MIN_JOIN_PAGES, JOIN_PAGE_MEMORY_BYTES // size))
+        with db:
+            for i, relation in enumerate(("A", "B")):
+                db.create_table(relation, generate("wisconsin", tuples, seed=p["seed"] * 10 + i),
+                                partition="hash(unique1)")
+            for variant, attribute in ATTRIBUTES.items():
+                for placement in PLACEMENTS:
+                    sql = statements("joinaselb", attribute, tuples)
+                    m = measure(db, f"/*+ {placement} simple_hash repartition */ "
+                                f"CREATE TABLE r AS {sql}", drop="r")
+                    if m.rows != expected_rows("joinaselb", tuples):
+                        raise ExperimentError(f"joinAselB stored {m.rows} tuples at {size} bytes")
+                    if _most(m, "overflows"):
+                        raise ExperimentError(f"joinAselB overflowed at {size}-byte pages: "
+                                              "raise JOIN_PAGE_MEMORY_BYTES")
+                    row = f"joinaselb_{variant}_{placement}"
+                    column = f"page_{size // 1024}kb"
+                    params = {"page_size": size, "placement": placement, "attribute": attribute,
+                              "tuples": tuples, "scale": scale, "seed": p["seed"],
+                              "backend": p["backend"], "bottleneck": m.bottleneck}
+                    first.setdefault(row, m.modeled_s)
+                    rows += [make_row(name, "Figure 15", row, column, params, "response_time",
+                                      m.modeled_s / scale, "s"),
+                             make_row(name, "", row, column, params, "response_time", m.wall_s,
+                                      "s", clock="wall"),
+                             make_row(name, "Figure 16", row, column,
+                                      {**params, "baseline_page_size": sizes[0]}, "speedup",
+                                      first[row] / m.modeled_s, "ratio")]
+        progress.advance(f"{size // 1024} KB pages")
+    return rows

@@ -18,7 +18,17 @@ the VLX, 2,441,440 on the CLX; G: 1,000,000 and 420,000 rows per partition), tim
 
 Tables are range-partitioned on the primary key unique2 over 4 KB pages. Executors are started
 one after the other (``startup="serial"`` in the cost model), as the paper reports for Release 2
-("a second or two per process"). The join row of Table 2 belongs to the join experiments.
+("a second or two per process").
+
+The join row of Table 2 (CLX speedup only: the paper ran no other join test) joins each F table
+with a copy of itself on the primary key unique2, both restricted to 1% by ``hundpct``, and
+stores the result partitioned where it is produced. The copy is loaded with the same rows and
+partitioning, so the tables are partitioned exactly the same way and the planner picks NonStop
+SQL's first strategy, the co-located join (``minidb/cluster/planner.py``, ``_join_strategy``):
+"each pair of partitions is joined in parallel and the result of that mini-join is inserted
+into the result table", and no row crosses between processors. The join is the chosen join
+plug-in (the default in-memory hash join), where NonStop SQL would merge the two clustered
+scans.
 
 The profiles' scan rates: the VLX's is calibrated on one cell, the VLX table scan's speedup of
 7.21 at 16 partitions (``minidb.cost.profiles.tandem_vlx_scan_rate``; ``minidb report`` shows that
@@ -42,6 +52,7 @@ MACHINES = {"vlx": {"profile": "tandem_vlx", "f_rows": 8_000_000, "g_rows": 1_00
             "clx": {"profile": "tandem_clx", "f_rows": 2_441_440, "g_rows": 420_000,
                     "partitions": [2, 4, 8]}}
 QUERIES = ("table_scan", "select_1pct_insert", "average", "update_1pct")
+JOIN_MACHINES = ("clx",)  # the only machine the paper's join test ran on (Table 2, Figure 10)
 MODELS_AUDIT_LOG = False
 """Whether the update's transaction log is modeled. It is not: minidb writes no log, while in the
 paper one processor (cpu 1) runs the log process and disc for all partitions, which the paper
@@ -61,6 +72,19 @@ def statements(rows: int) -> dict[str, str]:
     }
 
 
+def join_statement(rows: int) -> str:
+    """The paper's join query over a table and its copy of ``rows`` rows each: 1% of each
+    (``hundpct <= rows / 100 - 1``), joined on unique2, stored where each pair of partitions
+    joins (``partition=local``)."""
+    cut = rows // 100 - 1
+    return ("/*+ co_located partition=local */ CREATE TABLE result AS "
+            "SELECT one.unique1, one.unique2, one.two, one.four, one.ten, one.twenty, "
+            "one.onepct, one.tenpct, one.twenpct, one.fiftypct, one.hundpct, one.odd1pct, "
+            "one.even1pct, one.stringu1, two.stringu2, two.stringu3 "
+            f"FROM t one, t2 two WHERE one.unique2 = two.unique2 AND one.hundpct <= {cut} "
+            f"AND two.hundpct <= {cut}")
+
+
 def _machines(p: Params) -> list[str]:
     unknown = [m for m in p["machines"] if m not in MACHINES]
     if unknown:
@@ -68,8 +92,10 @@ def _machines(p: Params) -> list[str]:
     return p["machines"]
 
 
-def _run_table(machine: str, partitions: int, rows: int, p: Params) -> dict[str, object]:
-    """Load a table of ``rows`` rows over ``partitions`` processors and time every query."""
+def _run_table(machine: str, partitions: int, rows: int, p: Params,
+               join: bool = False) -> dict[str, object]:
+    """Load a table of ``rows`` rows over ``partitions`` processors and time every query (and,
+    with ``join``, the join of the table with a copy of itself)."""
     profile = MACHINES[machine]["profile"]
     if p["similar"]:
         profile = scaled_fixed_costs(profile, p["scale"])
@@ -81,6 +107,10 @@ def _run_table(machine: str, partitions: int, rows: int, p: Params) -> dict[str,
         for query, text in statements(rows).items():
             out[query] = measure(db, text, drop="result" if "CREATE" in text else None,
                                  startup="serial")
+        if join:
+            db.create_table("t2", generate("tandem", rows, seed=p["seed"]),
+                            partition="range_uniform(unique2)")
+            out["join"] = measure(db, join_statement(rows), drop="result", startup="serial")
         return out
     finally:
         db.close()
@@ -101,7 +131,7 @@ def _benchmark(name: str, kind: str, p: Params, progress: Progress) -> list[dict
         spec = MACHINES[machine]
         size = (max(100, round(spec["f_rows"] * p["scale"])) if kind == "f"
                 else max(100, round(spec["g_rows"] * p["scale"])) * n)
-        measured = _run_table(machine, n, size, p)
+        measured = _run_table(machine, n, size, p, join=kind == "f" and machine in JOIN_MACHINES)
         column = f"{machine}_{kind}{n}"
         for query, m in measured.items():
             params = {"machine": machine, "profile": spec["profile"], "partitions": n,
