@@ -1142,3 +1142,75 @@ def lhstar_route(level: int, split: int, n0: int, image_level: int, image_split:
     lines.append(f"bucket {first} sends an IAM (address {first}, level "
                  f"{state.bucket_level(first)}): the image becomes ({new.level}, {new.split})")
     return lines, hops, (new.level, new.split)
+
+
+# ------------------------------------------------------------------------------------ joins
+#: the join plug-ins the joins page runs side by side (every one spills to respect its budget)
+JOIN_PAGE_ALGORITHMS = ("simple_hash", "hybrid_hash", "grace_hash", "sort_merge",
+                        "block_nested_loops")
+JOIN_PAGE_QUERY = "SELECT * FROM a JOIN bprime b ON a.unique2 = b.unique2"
+#: the counters each join plug-in keeps that say what the memory budget cost it
+JOIN_PAGE_COUNTERS = {"overflows": "overflow resolutions (Simple hash)",
+                      "partitions_spilled": "partitions spilled (GRACE, Hybrid)",
+                      "spill_pages_written": "overflow pages written",
+                      "spill_pages_read": "overflow pages read",
+                      "sort_pages_written": "sort run pages written",
+                      "inner_scans": "passes over the inner input (nested loops)",
+                      "peak_memory_pages": "most pages held at once"}
+
+
+def join_build_pages(rows: int, page_size: int = 4096) -> int:
+    """Pages Bprime (a tenth of ``rows`` Wisconsin tuples, 208 bytes each) fills."""
+    return max(1, math.ceil(max(1, rows // 10) * 208 / page_size))
+
+
+def join_memory_frame(share: int, rows: int = 10_000, seed: int = 1,
+                      algorithms: Iterable[str] = JOIN_PAGE_ALGORITHMS) -> pd.DataFrame:
+    """joinABprime on one node (A of ``rows`` tuples, Bprime a tenth) with each join plug-in at
+    ``share`` percent of the pages Bprime fills (Gamma §6.2.2 lowers memory the same way);
+    one row per algorithm: its result rows (checked equal to the first algorithm's), the
+    counters of ``JOIN_PAGE_COUNTERS`` and the pages it wrote and read for its budget."""
+    import minidb
+    from minidb import datagen
+
+    if not 1 <= share <= 400:
+        raise MinidbError(f"memory share must be between 1 and 400 percent, not {share}")
+    build = join_build_pages(rows)
+    out, first = [], None
+    for name in algorithms:
+        cls = plugins.lookup("join", name)
+        # minidb's smallest budget is 3 pages; an algorithm may need more
+        memory = max(int(build * share / 100), getattr(cls, "min_memory_pages", 0) or 0, 3)
+        with minidb.connect(memory_pages=memory) as db:
+            db.create_table("a", datagen.wisconsin(rows, seed=seed))
+            db.create_table("bprime", datagen.wisconsin(max(1, rows // 10), seed=seed + 1))
+            res = db.sql(JOIN_PAGE_QUERY, hint=name)
+            counters = _join_counters(res.counters)
+        keys = sorted(res.to_arrow().column("unique1").to_pylist())
+        first = keys if first is None else first
+        row = {"algorithm": name, "memory pages": memory, "result rows": res.rows,
+               "same rows": keys == first}
+        row.update({label: counters.get(key, 0) for key, label in JOIN_PAGE_COUNTERS.items()})
+        written = sum(v for k, v in counters.items() if k.endswith("pages_written"))
+        read = sum(v for k, v in counters.items() if k.endswith("pages_read"))
+        row["pages written + read"] = written + read
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _join_counters(counters: Mapping[str, Any]) -> dict[str, int]:
+    """The join operator's own counters out of a single-node result's (``opN.kind.name``)."""
+    out: dict[str, int] = {}
+    for key, value in counters.items():
+        parts = key.split(".")
+        if len(parts) == 3 and parts[1].endswith("_join"):
+            out[parts[2]] = out.get(parts[2], 0) + int(value)
+    return out
+
+
+def join_memory_chart(frame: pd.DataFrame) -> alt.TopLevelMixin:
+    """Pages each algorithm wrote and read to stay within its memory budget."""
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X("algorithm:N", sort=None, title="join algorithm"),
+        y=alt.Y("pages written + read:Q", title="pages written + read"),
+        tooltip=list(frame.columns)).properties(width=420, height=260)

@@ -24,6 +24,7 @@ RUN = "pages/2_Run.py"
 COMPARE = "pages/3_Compare_runs.py"
 FINDINGS = "pages/4_Findings.py"
 LHSTAR = "pages/5_LH_star.py"
+JOINS = "pages/6_Joins.py"
 
 
 def open_app(page: str | None = None, timeout: float = 30) -> AppTest:
@@ -315,14 +316,37 @@ def test_lhstar_page_steps_through_splits_and_routes_a_request(empty_store_path)
     assert "n' must be below 2**i' x N0 = 2" in texts(at)
 
 
+# ---------------------------------------------------------------------------------- joins
+
+
+def test_joins_page_shows_the_algorithms_pay_for_less_memory(empty_store_path):
+    at = open_app(JOINS, timeout=120)
+    assert at.title[0].value == "Joins: memory and overflow"
+    at.select_slider(key="joins_rows").set_value(5_000).run()
+    at.slider(key="joins_share").set_value(150).run()
+    roomy = {m.label: int(m.value.split()[0].replace(",", "")) for m in at.metric}
+    assert set(roomy) == set(explorer.JOIN_PAGE_ALGORITHMS)
+    assert roomy["simple_hash"] == roomy["hybrid_hash"] == 0  # Bprime fits: nothing spilled
+    at.slider(key="joins_share").set_value(25).run()
+    assert not at.exception and not at.error
+    tight = {m.label: int(m.value.split()[0].replace(",", "")) for m in at.metric}
+    assert tight["simple_hash"] > tight["hybrid_hash"] > 0  # Hybrid degrades gracefully
+    assert all(tight[a] >= roomy[a] for a in tight)
+
+
+def test_join_memory_frame_checks_its_share():
+    with pytest.raises(explorer.MinidbError, match="between 1 and 400"):
+        explorer.join_memory_frame(0, rows=100)
+
+
 # ------------------------------------------------------------------------------ all pages
 
 
-@pytest.mark.parametrize("page", [None, PUBLISHED, RUN, COMPARE, FINDINGS, LHSTAR])
+@pytest.mark.parametrize("page", [None, PUBLISHED, RUN, COMPARE, FINDINGS, LHSTAR, JOINS])
 def test_every_page_opens_on_a_missing_store(empty_store_path, page):
     at = open_app(page)
     assert at.title
-    if page not in (None, RUN, LHSTAR):  # the LH* page needs no store
+    if page not in (None, RUN, LHSTAR, JOINS):  # the LH* and joins pages need no store
         assert "No results store" in at.info[0].value
     assert not empty_store_path.exists()
 
