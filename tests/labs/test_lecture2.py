@@ -68,5 +68,5 @@ def test_every_question_has_an_answer():
     text = LECTURE.read_text(encoding="utf-8")
     asked = re.findall(r"^(\d+)\. ", text.split("## Questions for discussion", 1)[1], re.M)
     answers = (ROOT / "instructors" / "lecture2_joins" / "answers.md").read_text()
-    assert asked == ["1", "2", "3", "4", "5"]
+    assert asked == ["1", "2", "3", "4", "5", "6"]
     assert all(re.search(rf"^### {n}\. ", answers, re.M) for n in asked)
