@@ -155,6 +155,7 @@ CHART_RUNS = (
     ("gamma.join_speedup", {"scale": 0.05, "nodes": [1, 2, 4]}),
     ("gamma.join_memory", {"scale": 0.1, "shares": [100, 35],
                            "algorithms": ["simple_hash", "hybrid_hash"]}),
+    ("gamma.join_page_size", {"scale": 0.02, "page_sizes": [2048, 8192, 32768]}),
     ("tandem.speedup", {"scale": 0.001, "partitions": [2, 4]}),
     ("tandem.scaleup", {"scale": 0.001, "partitions": [2, 4]}),
     ("lhstar.partition_size", {"scale": 0.002, "millions": [1, 5, 6]}),
