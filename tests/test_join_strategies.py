@@ -208,3 +208,40 @@ def test_aggregates_over_a_join_run_on_the_join_nodes(hint):
         scalar = db.sql(QUERIES["scalar"], hint=hint)
         assert _to_host(scalar) <= 4  # one partial row per join node at most
         assert rows_of(scalar) == oracle(QUERIES["scalar"], B)
+
+
+@pytest.mark.parametrize("hint", [None, "broadcast", "repartition", "co_located"])
+def test_a_selection_no_node_can_satisfy_gives_an_empty_join(hint):
+    """Range partitioning prunes every node of a side (an empty range): still a valid join."""
+    a = pa.table({"k": np.arange(1000), "v": np.arange(1000)})
+    b = pa.table({"k": np.arange(0, 1000, 10), "w": np.arange(100)})
+    with minidb.connect(nodes=3) as db:
+        db.create_table("a", a, partition="range(k: 300, 600)")
+        db.create_table("b", b, partition="range(k: 300, 600)")
+        for where in ("a.k > 5 AND a.k < 3", "b.k > 700 AND b.k < 650"):
+            assert db.sql(f"SELECT a.v, b.w FROM a JOIN b ON a.k = b.k WHERE {where}",
+                          hint=hint).rows == 0
+            count = db.sql(f"SELECT COUNT(*) AS n FROM a JOIN b ON a.k = b.k WHERE {where}",
+                           hint=hint)
+            assert count.to_arrow().to_pylist() == [{"n": 0}]
+        left = db.sql("SELECT a.v, b.w FROM a LEFT JOIN b ON a.k = b.k WHERE a.k > 5 AND a.k < 3",
+                      hint=hint)
+        assert left.rows == 0
+
+
+@pytest.mark.parametrize("query", ["scalar", "groups"])
+def test_aggregates_over_a_join_that_resolves_overflow_in_passes(query):
+    """A Simple hash join that overflows sends partials from later passes: a scalar aggregate
+    still combines them at the host; a grouped one is aggregated at the host instead."""
+    pad = pa.array(["p" * 40] * 3000)
+    a = pa.table({"k": rng.integers(0, 3000, 8000), "v": np.arange(8000), "g": np.arange(8000) % 7})
+    b = pa.table({"k": rng.permutation(6000)[:3000], "w": np.arange(3000), "pad": pad})
+    with minidb.connect(nodes=3, memory_pages=3, join="simple_hash") as db:
+        db.create_table("a", a, partition="hash(v)")
+        db.create_table("b", b, partition="hash(w)")
+        res = db.sql(QUERIES[query], hint="repartition")
+    assert "overflow pass 1: build" in res.explain()
+    con = duckdb.connect()
+    con.register("a", a)
+    con.register("b", b)
+    assert rows_of(res) == sorted(con.sql(QUERIES[query]).fetchall(), key=repr)

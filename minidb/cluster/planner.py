@@ -615,7 +615,8 @@ class ParallelPlanner:
             build = Local(Scan(bref.table.name, bref.filters), [Projection(self._needed(q, b))])
             bspec = None
         else:
-            nodes = pnodes
+            # no node can hold a qualifying probe tuple: one node runs the join (and finds none)
+            nodes = pnodes or self.pdb.disk[:1]
             x = self.exchange("broadcast")
             bspec = Fragment(self.exchange("scan"), Scan(bref.table.name, bref.filters),
                              [Projection(self._needed(q, b))], SplitTo(x, nodes, mode="broadcast"),
