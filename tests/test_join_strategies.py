@@ -65,6 +65,9 @@ CASES = {  # b's partitioning, b, hint -> the strategy that runs
     "broadcast (small b)": ("round_robin", SMALL, None, "broadcast"),
     "repartition (hinted)": ("hash(k)", B, "repartition", "repartition"),
     "broadcast (hinted)": ("hash(w)", B, "broadcast", "broadcast"),
+    # float keys against A's int keys, hashed by value: still co-located
+    "co-located (float b)": ("hash(k)", SMALL, None, "co-located"),
+    "co-located (empty b)": ("hash(k)", B.slice(0, 0), None, "co-located"),
 }
 
 
