@@ -1035,3 +1035,7 @@ def check_findings(rows: list[dict], paper: str | None = None) -> list[FindingRe
             status, detail = "not checked", str(missing)
         out.append(FindingResult(f.name, f.paper, f.source, f.claim, status, detail))
     return out
+
+
+# The Volcano paper's findings live in their own module; importing it registers them.
+from minidb.experiments import volcano_findings  # noqa: E402,F401

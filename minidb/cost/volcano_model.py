@@ -1,0 +1,161 @@
+"""Modeled time of Volcano's parallel sort on a shared-memory machine (Volcano paper §3-§7).
+
+``price(run, profile)`` turns what a parallel sort counted (``minidb.volcano.psort``) into the
+time the Sequent Symmetry of the paper would need. Each process alternates between work that is
+its own and work at resources it shares with the others:
+
+own       its CPU (instructions at ``mips``; §3.3 uses one process per CPU and per disk) and
+          its disk arm: a sequential cluster waits ``disk_seq_gap_ms`` (raw devices, no
+          read-ahead, §3.2), a random one a seek and half a revolution
+shared    * the lock of every buffer pool it calls (§5): held ``lock_hold_unfix_us`` per
+            record-unfix call and ``lock_hold_cluster_us`` per cluster-level call (a cluster
+            entered or given up, which also updates the hash tables and the memory manager)
+          * the disk channel of its disk (§3.1, §3.2: 1.8 MB/s per channel, ``disk_channels``
+            channels, disk ``d`` on channel ``d mod disk_channels``): the transfer time
+          * the system bus (§3.1: 53 MB/s for all CPUs): every byte a disk transfers and every
+            record copied
+
+The shared resources are queueing centres of a closed network with one customer per process,
+solved by approximate mean value analysis (Bard and Schweitzer's iteration; Lazowska et al.,
+*Quantitative System Performance*, 1984, §7.4): a process arriving at a centre finds the other
+processes' mean queue there, so its time there is ``demand x (1 + others' queue)``. A process's
+elapsed time is its own time plus its time at every centre; the sort's elapsed time is the
+slowest process's plus starting the processes one after another. The lock numbers the paper
+reports are sums over processes (Table II): total hold = the demands at the pool locks; total
+wait = the time at the locks beyond the demand.
+
+CPU path lengths are the profile's shared estimates (``instr_scan`` per record scanned,
+``instr_compare`` per comparison, also ``ceil(log2 N)`` of them for the support function that
+finds a record's key range, ``instr_copy`` per record copied, ``instr_packet`` per exchange
+packet sent or received, ``instr_buffer_call`` per buffer-manager call) plus the gathering cost
+of a grouped unfix (``GATHER_INSTRUCTIONS``).
+
+Not modeled: cache effects (process-to-processor affinity, Table IV; the cache side of record
+alignment, §4.2), the spin lock's bus traffic under contention beyond its queueing (§6.1), and
+phases (the model spreads a process's demands evenly over its run).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from minidb.cost.profiles import HardwareProfile
+    from minidb.volcano.psort import SortRun
+
+GATHER_INSTRUCTIONS = {"procedure": 30.0, "macro": 10.0}
+"""estimate: instructions per record to gather an unfix in process-private space (§5.2): compare
+the record's cluster with the entry, count it; a procedure adds a call and a return. No paper
+gives them; §5.2 only says the macro was "a little faster"."""
+HASH_GATHER_INSTRUCTIONS = 10.0
+"""estimate: extra instructions per record to hash the cluster id when the table has more than
+one entry (§5.2: "multiple entries have a higher computation cost for the hash function")."""
+
+ITERATIONS = 500
+TOLERANCE = 1e-9
+
+
+@dataclass
+class SortTime:
+    """The modeled time of one parallel sort and where it went."""
+
+    elapsed_s: float
+    lock_hold_s: float
+    """Total over processes of the time the pool locks were held (Table II "Total lock")."""
+    lock_wait_s: float
+    """Total over processes of the time spent waiting for a pool lock (Table II "Total wait")."""
+    per_process: list[dict[str, float]] = field(default_factory=list)
+    """Each process's own CPU and disk time and its time at each kind of shared centre."""
+
+    @property
+    def lock_hold_share(self) -> float:
+        """Average over processes of the share of elapsed time a process held a lock (Fig. 4)."""
+        n = max(1, len(self.per_process))
+        return self.lock_hold_s / n / self.elapsed_s if self.elapsed_s else 0.0
+
+    @property
+    def lock_wait_share(self) -> float:
+        n = max(1, len(self.per_process))
+        return self.lock_wait_s / n / self.elapsed_s if self.elapsed_s else 0.0
+
+
+def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(own time per process, demand matrix process x centre, centre names), in seconds."""
+    setup, counters = run.setup, run.buffer.counters
+    n, pools = setup.processes, setup.pools
+    channels = max(1, int(profile.disk_channels) or n)
+    unfix = counters.per_process(n, pools, "unfix")
+    cluster_calls = (counters.per_process(n, pools, "fix")
+                     + counters.per_process(n, pools, "release"))
+    scheme_form = run.buffer.unfix_scheme.form
+    gather = GATHER_INSTRUCTIONS.get(scheme_form, 0.0)
+    if run.buffer.unfix_scheme.entries > 1:
+        gather += HASH_GATHER_INSTRUCTIONS
+    route = math.ceil(math.log2(n)) if n > 1 else 0
+    transfer_s = setup.cluster_bytes / (profile.disk_transfer_mb_s * 1e6)
+    names = [f"pool lock {q}" for q in range(pools)] + [f"channel {c}" for c in range(channels)]
+    names.append("bus")
+    own = np.zeros(n)
+    demand = np.zeros((n, len(names)))
+    for p, w in enumerate(run.work):
+        records_unfixed = w.records_scanned + w.records_received + w.records_out
+        instructions = (w.records_scanned * (profile.instr_scan + route * profile.instr_compare)
+                        + (w.quicksort_comparisons + w.merge_comparisons) * profile.instr_compare
+                        + w.record_copies * profile.instr_copy
+                        + (w.packets_sent + w.packets_received) * profile.instr_packet
+                        + (unfix[p].sum() + cluster_calls[p].sum()) * profile.instr_buffer_call
+                        + records_unfixed * gather)
+        sequential = w.clusters_read_sequential + w.clusters_written_sequential
+        positioning = (sequential * profile.disk_seq_gap_ms
+                       + w.clusters_read_random * (profile.disk_seek_ms
+                                                   + profile.disk_rotation_ms)) / 1e3
+        own[p] = profile.instructions_s(instructions) + positioning
+        demand[p, :pools] = (unfix[p] * profile.lock_hold_unfix_us
+                             + cluster_calls[p] * profile.lock_hold_cluster_us) / 1e6
+        demand[p, pools + p % channels] = (sequential + w.clusters_read_random) * transfer_s
+        demand[p, -1] = w.bus_bytes / (profile.interconnect_mbit_s / 8 * 1e6)
+    return own, demand, names
+
+
+def solve(own: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Time of each process at each centre (approximate MVA, one customer per process)."""
+    n = len(own)
+    time_at = demand.copy()
+    for _ in range(ITERATIONS):
+        cycle = own + time_at.sum(axis=1)
+        queue = time_at / np.where(cycle > 0, cycle, 1.0)[:, None]   # mean queue per process
+        others = queue.sum(axis=0)[None, :] - queue
+        updated = demand * (1.0 + others)
+        if np.max(np.abs(updated - time_at)) <= TOLERANCE * max(1.0, float(updated.max(initial=0))):
+            time_at = updated
+            break
+        time_at = updated
+    return time_at if n else demand
+
+
+def price(run: SortRun, profile: HardwareProfile) -> SortTime:
+    """The modeled elapsed time and lock statistics of ``run`` on ``profile``."""
+    own, demand, names = demands(run, profile)
+    time_at = solve(own, demand)
+    pools = run.setup.pools
+    startup = run.setup.processes * profile.operator_startup_ms / 1e3
+    per_process = []
+    for p in range(len(own)):
+        per_process.append({
+            "own_s": float(own[p]),
+            "lock_hold_s": float(demand[p, :pools].sum()),
+            "lock_wait_s": float((time_at[p, :pools] - demand[p, :pools]).sum()),
+            "channel_s": float(time_at[p, pools:-1].sum()),
+            "bus_s": float(time_at[p, -1]),
+            "elapsed_s": float(own[p] + time_at[p].sum() + startup),
+        })
+    return SortTime(
+        elapsed_s=max((r["elapsed_s"] for r in per_process), default=startup),
+        lock_hold_s=float(demand[:, :pools].sum()),
+        lock_wait_s=float((time_at[:, :pools] - demand[:, :pools]).sum()),
+        per_process=per_process,
+    )

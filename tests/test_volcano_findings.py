@@ -1,0 +1,274 @@
+"""Volcano's tuning study: the cost model, its calibration rule, the experiments and the
+paper's findings. Each checkable finding passes on the paper's own numbers, fails on a
+deliberately broken model, and passes on minidb's model (or is a known failure marked xfail).
+
+The sorts run at the paper's size (1,000,000 records), on the disk counts each finding needs;
+the experiments remember each configuration's counts, so the broken models only re-price them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from minidb.cost import volcano_model
+from minidb.cost.profiles import get_profile, volcano_lock_calibration
+from minidb.cost.volcano_model import price, solve
+from minidb.experiments import ExperimentError, run_experiment
+from minidb.experiments import volcano as vx
+from minidb.experiments.findings import check_findings
+from minidb.plugins import _REGISTRY
+from minidb.results import load_reference
+from minidb.volcano.psort import SortSetup, parallel_sort
+from minidb.volcano.records import sort_records
+
+KNOWN_FAILURE = {"strict": True, "raises": AssertionError}
+
+# The disk counts and variants each finding needs, at the paper's size.
+PARAMS = {
+    "volcano.initial": {"disks": [8, 16]},
+    "volcano.clusters": {"disks": [8, 16], "cluster_kb": [4, 32]},
+    "volcano.buffer_size": {"disks": [8]},
+    "volcano.unfix": {"disks": [8, 16]},
+    "volcano.pools_simple": {"pools": [1, 2, 4]},
+    "volcano.pools": {"disks": [8, 16]},
+    "volcano.final": {"disks": [2, 8, 16], "initial_disks": [2, 8, 16]},
+}
+
+
+def _rows(only: tuple[str, ...] = ()) -> list[dict]:
+    rows = []
+    for name, params in PARAMS.items():
+        if not only or name in only:
+            rows += run_experiment(name, **params)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def model_rows():
+    return _rows()
+
+
+@pytest.fixture
+def break_profile(monkeypatch):
+    def apply(**changes):
+        broken = dataclasses.replace(_REGISTRY["hardware_profile"]["sequent"], **changes)
+        monkeypatch.setitem(_REGISTRY["hardware_profile"], "sequent", broken)
+        return broken
+
+    return apply
+
+
+def _verdict(rows, name):
+    return {f.name: f for f in check_findings(rows, "volcano")}[name]
+
+
+def _row(experiment, row, column, metric, value):
+    return {"paper": "volcano", "experiment": experiment, "reference": "", "row": row,
+            "column": column, "parameters": {"scale": 1.0}, "metric": metric,
+            "value": float(value), "unit": "", "clock": "modeled"}
+
+
+def _published(reference: str) -> dict[tuple[str, str], float]:
+    cells = load_reference("volcano").to_pylist()
+    return {(c["row"], c["column"]): c["value"] for c in cells if c["reference"] == reference
+            and c["value"] is not None}
+
+
+def paper_rows() -> list[dict]:
+    """The paper's own numbers as experiment rows, where it prints them."""
+    rows = []
+    table2 = _published("Table II")
+    metric = {"time": "elapsed", "total_lock": "lock_hold_time", "total_wait": "lock_wait_time"}
+    for (row, column), v in table2.items():
+        rows.append(_row("volcano.unfix", row, column, metric[column.split("_", 2)[2]], v))
+    for (row, column), v in _published("Table III").items():
+        rows.append(_row("volcano.pools", row, column, metric[column.split("_", 2)[2]], v))
+    for (row, column), v in _published("Table I").items():
+        rows.append(_row("volcano.buffer_size", row, column, "elapsed", v))
+        rows.append(_row("volcano.buffer_size", row, column, "merge_levels", 1))
+    for (row, column), v in _published("Table V").items():
+        rows.append(_row("volcano.final", row, column, "elapsed", v))
+    # Figure 1 / §3.3 / §7: 379 s at 8 disks, about 300 s at 16; Figure 4's 150-180 s of hold
+    # (taken as 165 s) and Table II's simple waits as the growth of the wait.
+    for disks, elapsed, wait in ((8, 379, 452), (16, 300, 2062)):
+        rows += [_row("volcano.initial", "sort_initial", f"disks_{disks}", "elapsed", elapsed),
+                 _row("volcano.initial", "sort_initial", f"disks_{disks}", "lock_hold_time", 165),
+                 _row("volcano.initial", "sort_initial", f"disks_{disks}", "lock_wait_time",
+                      wait)]
+    # Figure 2: 4 KB clusters (Figure 1's times) against 32 KB ones (Table II's simple row)
+    for disks, small, large in ((8, 379, 258.31), (16, 300, 242.62)):
+        rows += [_row("volcano.clusters", "cluster_4kb", f"disks_{disks}", "elapsed", small),
+                 _row("volcano.clusters", "cluster_32kb", f"disks_{disks}", "elapsed", large)]
+    # Figure 7: initial over final (Figure 1 and Table V; 300 s for the initial 16 disks)
+    for disks, initial in ((2, 1346), (8, 379), (16, 300)):
+        final = _published("Table V")[("align_4_bytes", f"disks_{disks}")]
+        rows.append(_row("volcano.final", "sort_final_vs_initial", f"disks_{disks}",
+                         "improvement_factor", initial / final))
+    return rows
+
+
+CHECKABLE = ["volcano.pool_lock_is_the_barrier", "volcano.initial_speedup_stalls",
+             "volcano.larger_clusters_help", "volcano.bigger_buffer_no_faster",
+             "volcano.grouped_unfix_breaks_barrier", "volcano.unfix_variants_alike",
+             "volcano.two_pools_enough", "volcano.align_4_beats_16",
+             "volcano.final_speedup_near_linear", "volcano.tuning_gain_at_16",
+             "volcano.tuning_gain_low_parallelism"]
+
+
+@pytest.mark.parametrize("name", CHECKABLE)
+def test_findings_pass_on_the_papers_numbers(name):
+    verdict = _verdict(paper_rows(), name)
+    assert verdict.status == "pass", verdict.detail
+
+
+def test_findings_the_model_cannot_show_are_not_checked_and_say_why(model_rows):
+    for name in ("volcano.sixteen_pools_slightly_worse", "volcano.alignment_cancels_at_first",
+                 "volcano.staggering_flushes_little_effect", "volcano.affinity_small_effect"):
+        verdict = _verdict(model_rows, name)
+        assert verdict.status == "not checked" and "model" in verdict.detail
+
+
+# -- on minidb's model ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", [n for n in CHECKABLE if n not in (
+    "volcano.initial_speedup_stalls", "volcano.tuning_gain_low_parallelism")])
+def test_findings_pass_on_minidbs_model(model_rows, name):
+    verdict = _verdict(model_rows, name)
+    assert verdict.status == "pass", verdict.detail
+
+
+@pytest.mark.xfail(**KNOWN_FAILURE, reason="known: the model's pool lock is a queue; the paper's "
+                   "spin lock wasted the bus under contention (§6.1), so the initial software "
+                   "still speeds up 1.7 times from 8 to 16 disks in the model, under 1.26 in "
+                   "the paper")
+def test_initial_speedup_stalls_on_minidbs_model(model_rows):
+    verdict = _verdict(model_rows, "volcano.initial_speedup_stalls")
+    assert verdict.status == "pass", verdict.detail
+
+
+@pytest.mark.xfail(**KNOWN_FAILURE, reason="known: the model's initial software is about 3 "
+                   "times slower than the final one at 2-8 disks, where the paper measured "
+                   "2.2-2.4: its 4 KB clusters cost the model more than they cost Volcano")
+def test_tuning_gain_low_parallelism_on_minidbs_model(model_rows):
+    verdict = _verdict(model_rows, "volcano.tuning_gain_low_parallelism")
+    assert verdict.status == "pass", verdict.detail
+
+
+# -- on deliberately broken models ----------------------------------------------------------------
+
+def test_without_a_pool_lock_cost_the_lock_findings_fail(model_rows, break_profile):
+    break_profile(lock_hold_unfix_us=0.0, lock_hold_cluster_us=0.0)
+    rows = _rows(("volcano.initial", "volcano.unfix", "volcano.pools_simple"))
+    for name in ("volcano.pool_lock_is_the_barrier", "volcano.grouped_unfix_breaks_barrier",
+                 "volcano.pools_cut_simple_wait", "volcano.initial_speedup_stalls"):
+        assert _verdict(rows, name).status == "fail", name
+
+
+def test_a_lock_twenty_times_slower_breaks_the_tuning_gain(model_rows, break_profile):
+    real = get_profile("sequent")
+    break_profile(lock_hold_unfix_us=20 * real.lock_hold_unfix_us)
+    rows = _rows(("volcano.final",))
+    assert _verdict(rows, "volcano.tuning_gain_at_16").status == "fail"
+    assert _verdict(rows, "volcano.tuning_gain_low_parallelism").status == "fail"
+
+
+def test_free_clusters_break_the_cluster_finding(model_rows, break_profile):
+    # nothing per cluster costs anything: no positioning, no buffer call, no packet, no lock
+    break_profile(disk_seq_gap_ms=0.0, disk_seek_ms=0.0, disk_rotation_ms=0.0,
+                  instr_buffer_call=0.0, instr_packet=0.0, lock_hold_cluster_us=0.0)
+    rows = _rows(("volcano.clusters",))
+    assert _verdict(rows, "volcano.larger_clusters_help").status == "fail"
+
+
+def test_a_sort_space_too_small_for_one_merge_level_breaks_table_one(model_rows, monkeypatch):
+    monkeypatch.setattr(vx, "SORT_SPACE", int(1.5 * 2**20))
+    rows = _rows(("volcano.buffer_size",))
+    assert _verdict(rows, "volcano.bigger_buffer_no_faster").status == "fail"
+
+
+def test_an_expensive_gathering_procedure_breaks_the_variants_finding(model_rows, monkeypatch):
+    monkeypatch.setitem(volcano_model.GATHER_INSTRUCTIONS, "procedure", 3000.0)
+    rows = _rows(("volcano.unfix",))
+    assert _verdict(rows, "volcano.unfix_variants_alike").status == "fail"
+
+
+def test_slow_cluster_calls_break_two_pools_enough(model_rows, break_profile):
+    break_profile(lock_hold_cluster_us=100 * get_profile("sequent").lock_hold_cluster_us)
+    rows = _rows(("volcano.pools",))
+    assert _verdict(rows, "volcano.two_pools_enough").status == "fail"
+
+
+def test_a_cpu_ten_times_slower_hides_the_alignment_gain(model_rows, break_profile):
+    break_profile(mips=0.4)
+    rows = _rows(("volcano.final",))
+    assert _verdict(rows, "volcano.align_4_beats_16").status == "fail"
+
+
+def test_a_narrow_bus_breaks_the_near_linear_speedup(model_rows, break_profile):
+    break_profile(interconnect_mbit_s=2 * 8.0)
+    rows = _rows(("volcano.final",))
+    assert _verdict(rows, "volcano.final_speedup_near_linear").status == "fail"
+
+
+# -- the model and its calibration ---------------------------------------------------------------
+
+def test_calibration_rule_gives_the_profiles_constants():
+    """The two lock-hold constants are what their rule gives on the two Table II cells."""
+    profile = get_profile("sequent")
+    derived = volcano_lock_calibration()
+    assert derived["lock_hold_unfix_us"] == pytest.approx(profile.lock_hold_unfix_us, abs=0.01)
+    assert derived["lock_hold_cluster_us"] == pytest.approx(profile.lock_hold_cluster_us,
+                                                            abs=0.1)
+    assert set(profile.calibration_cells) == {
+        ("volcano", "Table II", "simple", "disks_8_total_lock"),
+        ("volcano", "Table II", "procedure_1", "disks_8_total_lock")}
+    assert all(profile.sources[f].startswith("calibrated:")
+               for f in ("lock_hold_unfix_us", "lock_hold_cluster_us"))
+
+
+def test_mean_value_analysis_basics():
+    own = np.array([10.0, 10.0, 10.0, 10.0])
+    # one customer alone never waits
+    assert np.allclose(solve(own[:1], np.array([[5.0]])), [[5.0]])
+    # the more the others need the centre, the longer each one stays there
+    light = solve(own, np.full((4, 1), 1.0))[0, 0]
+    heavy = solve(own, np.full((4, 1), 8.0))[0, 0]
+    assert 1.0 < light and heavy / 8.0 > light / 1.0
+    # nobody waits at a centre nobody needs
+    assert np.allclose(solve(own, np.zeros((4, 2))), 0.0)
+    # a saturated centre: the slowest process needs at least the centre's total demand
+    time_at = solve(np.zeros(4), np.full((4, 1), 2.0))
+    assert time_at[0, 0] + 1e-6 >= 0.5 * 8.0
+
+
+def test_price_splits_the_time_and_more_pools_wait_less():
+    records = sort_records(30_000, seed=1)
+    profile = get_profile("sequent")
+    one = price(parallel_sort(records, SortSetup(processes=8, sort_space_bytes=1 << 20)),
+                profile)
+    four = price(parallel_sort(records, SortSetup(processes=8, sort_space_bytes=1 << 20,
+                                                  pools=4)), profile)
+    assert one.lock_hold_s == pytest.approx(four.lock_hold_s, rel=0.01)
+    assert four.lock_wait_s < one.lock_wait_s
+    assert four.elapsed_s < one.elapsed_s
+    for p in one.per_process:
+        assert p["elapsed_s"] >= p["own_s"] + p["lock_hold_s"]
+    assert one.elapsed_s >= one.lock_hold_s  # one pool: its lock is a floor (§5)
+
+
+def test_experiment_parameters_are_checked():
+    with pytest.raises(ExperimentError, match="1-16"):
+        run_experiment("volcano.unfix", disks=[32])
+    with pytest.raises(ExperimentError, match="4 KB pages"):
+        run_experiment("volcano.clusters", cluster_kb=[6])
+    with pytest.raises(ExperimentError, match="unknown unfix scheme|under 3 clusters"):
+        run_experiment("volcano.unfix", schemes=["lazy"], disks=[2], scale=0.01)
+
+
+def test_reduced_runs_name_no_published_cell():
+    rows = run_experiment("volcano.unfix", scale=0.05, disks=[2], schemes=["simple"])
+    assert rows and all(r["reference"] == "" for r in rows)
+    assert {r["clock"] for r in rows} == {"modeled", "wall"}
