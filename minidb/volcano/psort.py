@@ -180,28 +180,45 @@ def quantiles(parts: list[np.ndarray], processes: int, how: str, seed: int = 0) 
     return keys[at]
 
 
-def parallel_sort(records: np.ndarray, setup: SortSetup) -> SortRun:
-    """Sort ``records`` (``RECORD_DTYPE``) the way §2.3 and §3 describe (module docstring)."""
+RUNTIMES = ("threads", "inline")
+
+
+def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads") -> SortRun:
+    """Sort ``records`` (``RECORD_DTYPE``) the way §2.3 and §3 describe (module docstring).
+
+    ``runtime``: "threads" runs every process's producer and sort as threads at once, as
+    Volcano's processes run; "inline" runs every producer to its end and then every sort, one
+    after another in this thread (no flow control then: the port holds everything). The counts
+    are the same either way; "inline" is for places that may not start threads (the
+    autograder's sandbox)."""
     import time
 
     if records.dtype != RECORD_DTYPE:
         raise MinidbError(f"parallel_sort takes sort records ({RECORD_DTYPE}), not {records.dtype}")
+    if runtime not in RUNTIMES:
+        raise MinidbError(f"runtime is {' or '.join(RUNTIMES)}, not {runtime!r}")
     n = setup.processes
     start = time.perf_counter()
     parts = input_partitions(records, n)
     bounds = quantiles(parts, n, setup.quantiles, setup.seed)
     buffer = SharedBuffer(setup.pools, scheme(setup.unfix))
-    port = Port(n, n, setup.flow_control)
+    port = Port(n, n, setup.flow_control if runtime == "threads" else None)
     run = SortRun(setup, [np.empty(0, RECORD_DTYPE)] * n, bounds,
                   [ProcessWork() for _ in range(n)], buffer)
-    workers = [threading.Thread(target=_guarded, args=(port, _produce, p, parts[p], run, port),
-                                name=f"volcano-producer-{p}") for p in range(n)]
-    workers += [threading.Thread(target=_guarded, args=(port, _sort, c, run, port),
-                                 name=f"volcano-sort-{c}") for c in range(n)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    bodies = [(_produce, (p, parts[p], run, port), f"volcano-producer-{p}") for p in range(n)]
+    bodies += [(_sort, (c, run, port), f"volcano-sort-{c}") for c in range(n)]
+    if runtime == "inline":
+        for body, args, _ in bodies:
+            _guarded(port, body, *args)
+            if port.failed is not None:
+                break
+    else:
+        workers = [threading.Thread(target=_guarded, args=(port, body, *args), name=name)
+                   for body, args, name in bodies]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
     if port.failed is not None:
         raise MinidbError(f"parallel sort failed: {port.failed}") from port.failed
     run.wall_s = time.perf_counter() - start

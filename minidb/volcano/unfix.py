@@ -25,19 +25,37 @@ keeps gathered entries between calls and flushes them when the operator closes.
 
 Both groupings were written as a procedure and as a macro (§5.2); they make the same calls and
 differ only in the instructions spent per record while gathering (``form``), which the cost model
-prices. The calls a scheme makes are what matters for the lock: ``minidb.volcano.pool`` counts
+prices.
+
+Gatherers as plug-ins (Lab 3). A class registered under plugin kind ``unfix_gatherer`` is a
+gatherer written record by record: ``Gatherer(entries, call)``, then ``unfix(cluster)`` for each
+record and ``close()`` at end of stream, calling ``call(cluster, count)`` for every
+buffer-manager call it makes (``UnfixGatherer`` is the contract). The scheme name
+``NAME_K`` (``grouped_4``, ``student_grouped_1``...) runs plug-in ``NAME`` with ``K`` entries
+inside the parallel sort. ``grouped`` is minidb's own, the lab's model answer. The calls a scheme makes are what matters for the lock: ``minidb.volcano.pool`` counts
 them against the pool of each cluster's device.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from minidb.errors import MinidbError
+from minidb.plugins import lookup, names, register
 
 FORMS = ("procedure", "macro")
+HASH_MULTIPLIER = 0x9E3779B97F4A7C15  # Fibonacci hashing: 2**64 divided by the golden ratio
+
+
+def slot_of(cluster: int, entries: int) -> int:
+    """The slot of ``cluster`` in a gathering table of ``entries`` slots: the cluster id times
+    ``HASH_MULTIPLIER`` (modulo 2**64), its high 32 bits, modulo ``entries``."""
+    if entries == 1:
+        return 0
+    return (((cluster * HASH_MULTIPLIER) % 2**64) >> 32) % entries
 
 
 @dataclass(frozen=True)
@@ -78,7 +96,7 @@ class GroupedUnfix:
         clusters = np.asarray(clusters, dtype=np.int64)
         if self.entries == 1:
             return np.zeros(len(clusters), dtype=np.int64)
-        mixed = (clusters.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+        mixed = (clusters.astype(np.uint64) * np.uint64(HASH_MULTIPLIER)) >> np.uint64(32)
         return (mixed % np.uint64(self.entries)).astype(np.int64)
 
     def gatherer(self) -> Gatherer:
@@ -106,6 +124,7 @@ class Gatherer:
             if isinstance(self.scheme, SimpleUnfix):
                 return clusters, np.ones(len(clusters), dtype=np.int64)
             return clusters, np.zeros(0, dtype=np.int64)
+        # BEGIN SOLUTION: Lab 3 (grouped unfix): the built-in grouped unfix is the lab's model answer, left out of the student release; write yours in labs/lab3_volcano/unfix.py and use it as student_grouped
         # The gathered entries go first, as if their records had just arrived again.
         held = sorted(self.pending.items())
         ids = np.r_[np.array([c for _, (c, _) in held], dtype=np.int64), clusters]
@@ -126,6 +145,7 @@ class Gatherer:
         flush_at = order[np.r_[starts[1:], 0]][flushed]
         call_order = np.argsort(flush_at, kind="stable")
         return c[starts][flushed][call_order], counts[flushed][call_order]
+        # END SOLUTION
 
     def close(self) -> tuple[np.ndarray, np.ndarray]:
         held = sorted(self.pending.items())
@@ -135,18 +155,117 @@ class Gatherer:
 
 
 def _whole_stream(scheme, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    g = Gatherer(scheme)
+    g = scheme.gatherer()
     ids, counts = g.unfix(clusters)
     rest_ids, rest_counts = g.close()
     return np.r_[ids, rest_ids].astype(np.int64), np.r_[counts, rest_counts].astype(np.int64)
 
 
-def scheme(name: str) -> SimpleUnfix | GroupedUnfix:
-    """A scheme by its Table II name: ``simple``, ``procedure_1``, ``macro_4``..."""
+class UnfixGatherer:
+    """The contract of an ``unfix_gatherer`` plug-in: one operator's private gathering table,
+    fed one record at a time (see the module docstring)."""
+
+    def __init__(self, entries: int, call: Callable[[int, int], None]):
+        self.entries = entries
+        self.call = call
+        """``call(cluster, count)``: the buffer-manager call unfixing ``count`` records."""
+
+    def unfix(self, cluster: int) -> None:
+        """The operator is done with one record of cluster ``cluster``."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """End of stream: make the calls for whatever is still gathered, in slot order."""
+        raise NotImplementedError
+
+
+@register("unfix_gatherer", "grouped")
+class GroupedGatherer(UnfixGatherer):
+    """Grouped unfixing written record by record (§5.2): the table holds at most one
+    (cluster, count) entry per slot; a record of another cluster in an occupied slot flushes
+    that entry with one call."""
+
+    def __init__(self, entries: int, call: Callable[[int, int], None]):
+        super().__init__(entries, call)
+        self.table: dict[int, list[int]] = {}
+
+    def unfix(self, cluster: int) -> None:
+        # BEGIN SOLUTION: Lab 3 (grouped unfix): the built-in grouped unfix is the lab's model answer, left out of the student release; write yours in labs/lab3_volcano/unfix.py and use it as student_grouped
+        slot = slot_of(cluster, self.entries)
+        entry = self.table.get(slot)
+        if entry is not None and entry[0] != cluster:
+            self.call(*entry)
+            entry = None
+        if entry is None:
+            self.table[slot] = [cluster, 1]
+        else:
+            entry[1] += 1
+        # END SOLUTION
+
+    def close(self) -> None:
+        # BEGIN SOLUTION: Lab 3 (grouped unfix): the built-in grouped unfix is the lab's model answer, left out of the student release; write yours in labs/lab3_volcano/unfix.py and use it as student_grouped
+        for slot in sorted(self.table):
+            self.call(*self.table[slot])
+        self.table.clear()
+        # END SOLUTION
+
+
+@dataclass(frozen=True)
+class PluginUnfix:
+    """A scheme whose gatherer is an ``unfix_gatherer`` plug-in, fed record by record (slower
+    than the built-in schemes: one Python call per record). Priced as a procedure."""
+
+    plugin: str
+    entries: int = 1
+    form: str = "procedure"
+
+    @property
+    def name(self) -> str:
+        return f"{self.plugin}_{self.entries}"
+
+    def gatherer(self) -> RecordGatherer:
+        return RecordGatherer(lookup("unfix_gatherer", self.plugin), self.entries)
+
+    def calls(self, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _whole_stream(self, clusters)
+
+
+class RecordGatherer:
+    """Adapts a record-by-record plug-in to the engine's interface (arrays in, calls out)."""
+
+    def __init__(self, plugin: type, entries: int):
+        self.made: list[tuple[int, int]] = []
+        self.plugin = plugin(entries, lambda cluster, count: self.made.append((cluster, count)))
+
+    def _taken(self) -> tuple[np.ndarray, np.ndarray]:
+        made, self.made = self.made, []
+        ids = np.array([int(c) for c, _ in made], dtype=np.int64)
+        counts = np.array([int(k) for _, k in made], dtype=np.int64)
+        return ids, counts
+
+    def unfix(self, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        for cluster in np.asarray(clusters, dtype=np.int64).tolist():
+            self.plugin.unfix(cluster)
+        return self._taken()
+
+    def close(self) -> tuple[np.ndarray, np.ndarray]:
+        self.plugin.close()
+        return self._taken()
+
+
+def scheme(name: str) -> SimpleUnfix | GroupedUnfix | PluginUnfix:
+    """A scheme by name: Table II's ``simple``, ``procedure_K``, ``macro_K`` (``K`` table
+    entries), or ``PLUGIN_K`` for an ``unfix_gatherer`` plug-in (``grouped_4``,
+    ``student_grouped_1``)."""
     if name == "simple":
         return SimpleUnfix()
-    form, _, entries = name.partition("_")
-    if form in FORMS and entries.isdigit():
-        return GroupedUnfix(int(entries), form)
-    raise MinidbError(f"unknown unfix scheme {name!r}: use simple, or procedure_K / macro_K "
-                      "with K table entries (procedure_1, macro_1, macro_4, macro_16 in Table II)")
+    form, _, entries = name.rpartition("_")
+    if entries.isdigit() and int(entries) >= 1:
+        if form in FORMS:
+            return GroupedUnfix(int(entries), form)
+        if form.lower() in names("unfix_gatherer"):
+            return PluginUnfix(form.lower(), int(entries))
+    raise MinidbError(
+        f"unknown unfix scheme {name!r}: use simple, procedure_K or macro_K with K table "
+        "entries (procedure_1, macro_1, macro_4, macro_16 in Table II), or PLUGIN_K for an "
+        f"unfix_gatherer plug-in ({', '.join(names('unfix_gatherer'))})")
