@@ -19,7 +19,10 @@ st.markdown(
     "- **Run**: run an experiment with your own node counts, profile and scale, or with your "
     "own partitioner or replacement policy (a plug-in file).\n"
     "- **Compare runs**: two runs of an experiment side by side, as curves and row by row.\n"
-    "- **Findings**: each paper's headline claims, checked on the stored rows."
+    "- **Findings**: each paper's headline claims, checked on the stored rows.\n"
+    "- **LH star**, **Joins**, **Volcano tuning**: one paper's story page by page (the LH* "
+    "file, the join algorithms and memory, Volcano's tuning steps with the counters behind "
+    "each time)."
 )
 
 path = ui.store_path()

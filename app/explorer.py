@@ -17,6 +17,8 @@ What each page needs:
 * Compare runs: ``default_pair``, ``run_label``, ``parameter_diff``, ``compare_runs`` (rows paired
   on ``JOIN_KEYS``), ``changed`` / ``style_comparison``.
 * Findings: ``findings_counts`` over ``minidb.experiments.reproduce.build_report``.
+* Volcano tuning: ``volcano_steps_frame`` (one line per tuning step, variant and disk count, the
+  paper's numbers matched in) and the table, summary and chart functions after it.
 
 Simplifications: the x axis of a chart is read from the column slugs of the rows (``nodes_4``,
 ``page_8kb``, ``gamma_100000``, ``vlx_f16``); slugs of another shape are shown in tables only.
@@ -568,8 +570,10 @@ AXES = {
     "entries": Axis("file size (million entries)"),
     "servers": Axis("server nodes"),
     "memory": Axis("memory for hash tables (% of the build relation)"),
+    "disks": Axis("disks (one process each)", scaling=True),
 }
-_SLUG = re.compile(r"^(?P<family>[a-z][a-z_]*?)_?(?P<number>\d+)(?P<unit>kb)?$")
+_SLUG = re.compile(r"^(?P<family>[a-z][a-z_]*?)_?(?P<number>\d+)(?P<unit>kb)?"
+                   r"(?:_(?:time|total_lock|total_wait))?$")  # Volcano Table II: disks_8_time
 #: the LH* paper's tables are the other way round: a row per configuration (``entries_6m``,
 #: ``nodes_8_entries_1m``), a column per query
 _CONFIGURATION_ROW = re.compile(r"^(?:nodes_(?P<nodes>\d+)_)?entries_(?P<entries>\d+(?:\.\d+)?)m$")
@@ -577,7 +581,8 @@ _CONFIGURATION_ROW = re.compile(r"^(?:nodes_(?P<nodes>\d+)_)?entries_(?P<entries
 
 def column_position(slug: str) -> tuple[str, float] | None:
     """(family, x) for a column slug: ``nodes_4`` -> ("nodes", 4), ``page_8kb`` -> ("page", 8),
-    ``vlx_f16`` -> ("vlx_f", 16); None for slugs that are no point on an axis."""
+    ``vlx_f16`` -> ("vlx_f", 16), ``disks_8_time`` -> ("disks", 8); None for slugs that are no
+    point on an axis."""
     found = _SLUG.match(slug)
     if not found:
         return None
@@ -1214,3 +1219,495 @@ def join_memory_chart(frame: pd.DataFrame) -> alt.TopLevelMixin:
         x=alt.X("algorithm:N", sort=None, title="join algorithm"),
         y=alt.Y("pages written + read:Q", title="pages written + read"),
         tooltip=list(frame.columns)).properties(width=420, height=260)
+
+
+# ---------------------------------------------------------------------------- Volcano tuning
+# The Volcano page retells Graefe and Thakkar's tuning study (1992) one step at a time. Each
+# step is one experiment of ``minidb.experiments.volcano``; the page shows its modeled sort
+# times per disk count beside the paper's and the counters that explain them (unfix and
+# cluster calls, pool-lock hold and wait).
+
+
+@dataclass(frozen=True)
+class VolcanoStep:
+    """One step of the paper's tuning sequence and the experiment that rebuilds it."""
+
+    number: int
+    short: str
+    """A few words for a slider or an axis label."""
+    title: str
+    experiment: str
+    section: str
+    """Where the paper tells it, e.g. "§4.1, Figure 2"."""
+    kept: str
+    """The variant (row slug of the experiment) the paper carried on to the next step."""
+    change: str
+    """What the step changes, in a sentence or two."""
+    lesson: str
+    """What the paper found (its numbers and reasons, not minidb's)."""
+    published_from: tuple[str, ...]
+    """Tables and figures whose per-disk numbers belong to this step's variants."""
+    notes_from: tuple[str, ...]
+    """Tables and figures whose remarks (prose and shape cells) the page lists for this step."""
+
+
+VOLCANO_STEPS = (
+    VolcanoStep(
+        1, "initial", "The initial software", "volcano.initial", "§3.3, Figures 1 and 4",
+        "sort_initial",
+        "4 KB clusters, packed records, one buffer pool, and the buffer manager called to unfix "
+        "every record (three times per record: filter, sort and driver).",
+        "Good speedup from 2 to 8 disks (89% efficiency), then a floor near 5 minutes. Figure 4 "
+        "explains it: all buffer operations together hold the one pool lock for 150-180 s, a "
+        "floor no number of disks can break, and the waiting for it grows sharply with every "
+        "process added.",
+        ("Figure 1", "Section 7"), ("Figure 1", "Figure 4", "Section 5")),
+    VolcanoStep(
+        2, "clusters", "Larger clusters", "volcano.clusters", "§4.1, Figure 2",
+        "cluster_32kb",
+        "The unit of I/O and buffering grows from 4 KB to 8-64 KB (32 KB from then on). The "
+        "paper also tries record alignment here (§4.2, Figure 3) and keeps 16 bytes for now.",
+        "Fewer, larger disk transfers: a clear gain, but a new floor near 4 minutes. The unfix "
+        "calls per record, and so the pool lock, have not changed.",
+        ("Figure 2",), ("Figure 2", "Figure 3")),
+    VolcanoStep(
+        3, "memory", "Twice the memory", "volcano.buffer_size", "§4.3, Table I",
+        "sort12_io3_work15_mb",
+        "24 MB of sort space instead of 12 (and twice the I/O buffer and work space).",
+        "No gain in the paper (1-2% slower): 8 MB already merge 100 MB in one level, so more "
+        "memory saves no I/O. The paper keeps 12 MB. Look at the merge levels column.",
+        ("Table I",), ("Table I",)),
+    VolcanoStep(
+        4, "pools", "More buffer pools", "volcano.pools_simple", "§5.1, Figure 5",
+        "pools_1",
+        "1 to 16 buffer pools, each with its own lock; still one unfix call per record.",
+        "Spreading the calls over several locks cuts the waiting sharply, but many pools are "
+        "unrealistic for a real system (uneven loads), so the paper looks for another cure "
+        "and keeps one pool for now.",
+        ("Figure 5",), ("Figure 5",)),
+    VolcanoStep(
+        5, "grouped unfix", "Grouped unfixing", "volcano.unfix", "§5.2, Table II",
+        "macro_1",
+        "Instead of calling the buffer manager for every record, a process remembers the "
+        "cluster of the last record(s) and unfixes a cluster once for a whole run of its "
+        "records (as a procedure or a macro, with 1, 4 or 16 entries).",
+        "Far fewer buffer manager calls: the total lock hold falls from 120-130 s to under "
+        "10 s and the total wait from minutes to about a second; at 16 disks the sort drops "
+        "from 243 s to 90 s. The five grouped schemes hardly differ; macro [1] is kept.",
+        ("Table II",), ("Table II",)),
+    VolcanoStep(
+        6, "unfix + 2 pools", "Grouped unfixing with two pools", "volcano.pools",
+        "§5.3, Table III", "pools_2",
+        "Both cures together: macro [1] grouped unfixing with one or two buffer pools.",
+        "Two pools wait a little less; the first runs under 1.5 minutes. The bulk of the gain "
+        "came from grouped unfixing. Two pools are kept.",
+        ("Table III",), ("Table III",)),
+    VolcanoStep(
+        7, "alignment", "Final: 4-byte alignment", "volcano.final",
+        "§6.3, Table V, §7, Figure 7", "align_4_bytes",
+        "Records aligned to 4 bytes instead of 16: 100-byte records no longer carry 12 bytes "
+        "of padding, so every transfer moves 12% less. (The paper's §6.1 staggered flushes "
+        "and §6.2 processor affinity come before this; the model cannot show them.) The "
+        "initial software runs again beside the final one, as in Figure 7.",
+        "About 5% faster in the paper rather than the hoped-for 12%. The tuned sort is about "
+        "3.6 times faster than the initial one at 16 disks, with close to linear speedup.",
+        ("Table V", "Figure 1", "Section 7"), ("Section 6.3", "Table V", "Figure 7")),
+)
+
+#: the numbers of a Volcano run the page shows (modeled clock): metric -> column label
+VOLCANO_COLUMNS = {
+    "elapsed": "elapsed (s)",
+    "unfix_calls": "unfix calls",
+    "cluster_calls": "cluster calls",
+    "lock_hold_time": "lock hold (s)",
+    "lock_wait_time": "lock wait (s)",
+    "lock_hold_share": "lock hold share (%)",
+    "lock_wait_share": "lock wait share (%)",
+    "merge_levels": "merge levels",
+}
+#: the paper's numbers that sit beside a measured column: metric -> label of the paper's column
+VOLCANO_PUBLISHED = {"elapsed": "paper (s)", "lock_hold_time": "paper lock hold (s)",
+                     "lock_wait_time": "paper lock wait (s)"}
+#: summary rows of ``volcano.final`` that repeat a variant's number (``sort_final`` is
+#: ``align_4_bytes`` at the largest disk count)
+VOLCANO_SUMMARY_ROWS = frozenset({"sort_final"})
+#: a smaller version of the whole sequence for the page's button (about 10 s): a tenth of the
+#: records and of the memory, so runs and merge levels keep the paper's shape
+VOLCANO_SMALL = {"scale": 0.1, "disks": [2, 4, 8]}
+VOLCANO_SMALL_EXTRA = {"volcano.clusters": {"cluster_kb": [4, 8, 16, 32]},
+                       "volcano.pools_simple": {"pools": [1, 2, 4, 8]},
+                       "volcano.final": {"initial_disks": [2, 4, 8]}}
+
+_VOLCANO_DISKS = re.compile(r"^disks_(?P<disks>\d+)(?:_time|_total_lock|_total_wait)?$")
+
+
+def volcano_step(key: int | str) -> VolcanoStep:
+    """A step by its number (1-7), its short name or its experiment's name."""
+    for step in VOLCANO_STEPS:
+        if key in (step.number, step.short, step.experiment):
+            return step
+    raise MinidbError(f"no Volcano tuning step {key!r}: the steps are "
+                      + ", ".join(f"{s.number} ({s.short})" for s in VOLCANO_STEPS))
+
+
+def volcano_disks(column: str) -> int | None:
+    """The disk count a Volcano column names: ``disks_8`` and Table II's ``disks_8_time``,
+    ``disks_8_total_lock``, ``disks_8_total_wait`` -> 8; None for ``curve``, ``disks_2_to_8``..."""
+    found = _VOLCANO_DISKS.match(column)
+    return int(found["disks"]) if found else None
+
+
+def _reference_cells(reference: Any) -> list[dict]:
+    """The paper's cells as dicts, from ``load_reference`` (a pyarrow table) or a list."""
+    if reference is None:
+        from minidb.results import load_reference
+
+        reference = load_reference("volcano")
+    if hasattr(reference, "to_pylist"):
+        return reference.to_pylist()
+    return [dict(c) for c in reference]
+
+
+def _volcano_published(cells: list[dict]) -> dict[tuple[int, str, int, str], tuple[float, str]]:
+    """(step number, variant, disks, metric) -> (the paper's number, where it is printed).
+
+    Looked up per step: Figure 5's ``pools_1`` (one unfix call per record) is not Table III's
+    ``pools_1`` (grouped unfixing), though the rows share a name."""
+    found: dict[tuple[int, str, int, str], tuple[float, str]] = {}
+    for step in VOLCANO_STEPS:
+        for c in cells:
+            if (c["reference"] not in step.published_from or c.get("status") not in NUMBERED
+                    or c.get("value") is None or c["metric"] not in VOLCANO_PUBLISHED):
+                continue
+            disks = volcano_disks(c["column"])
+            if disks is None:
+                continue
+            where = c["reference"] + (" (text)" if c["status"] == "prose" else "")
+            found.setdefault((step.number, c["row"], disks, c["metric"]),
+                             (float(c["value"]), where))
+    return found
+
+
+VOLCANO_FRAME_COLUMNS = [
+    "step", "experiment", "variant", "kept", "disks", "scale", "run",
+    "elapsed (s)", "paper (s)", "elapsed / paper", "paper source",
+    "unfix calls", "cluster calls",
+    "lock hold (s)", "paper lock hold (s)", "lock wait (s)", "paper lock wait (s)",
+    "lock hold share (%)", "lock wait share (%)", "merge levels",
+]
+
+
+def volcano_steps_frame(rows: Iterable[Mapping[str, Any]], reference: Any = None
+                        ) -> pd.DataFrame:
+    """The Volcano experiments' rows as one table: a line per (step, variant, disk count).
+
+    Each line has the modeled elapsed time, the paper's number for the same configuration
+    (from ``reference``, default ``load_reference("volcano")``) and, at scale 1 only, their
+    ratio; then the counters that explain the time: unfix and cluster calls, the pool locks'
+    total hold and wait (sums over processes, as Table II) and their shares of elapsed time
+    (averaged over processes, in percent, as Figure 4), merge levels. ``kept`` marks the
+    variant the paper carried on. Rows of other experiments, wall-clock rows and summary
+    columns (``curve``, ``disks_2_to_8``...) are left out."""
+    published = _volcano_published(_reference_cells(reference))
+    steps = {s.experiment: s for s in VOLCANO_STEPS}
+    lines: dict[tuple[int, str, int], dict] = {}
+    variant_order: dict[tuple[int, str], int] = {}
+    for r in rows:
+        step = steps.get(r.get("experiment", ""))
+        disks = volcano_disks(str(r["column"]))
+        if (step is None or disks is None or r["clock"] != "modeled"
+                or r["metric"] not in VOLCANO_COLUMNS or r["row"] in VOLCANO_SUMMARY_ROWS):
+            continue
+        variant_order.setdefault((step.number, r["row"]), len(variant_order))
+        key = (step.number, r["row"], disks)
+        if key not in lines:
+            scale = decoded(r.get("parameters")).get("scale")
+            lines[key] = {"step": step.number, "experiment": step.experiment,
+                          "variant": r["row"], "kept": r["row"] == step.kept, "disks": disks,
+                          "scale": None if scale is None else float(scale),
+                          "run": r.get("run_id") or ""}
+        value = float(r["value"])
+        if r["metric"] in ("lock_hold_share", "lock_wait_share"):
+            value *= 100.0
+        # a number can be stored twice (``sort_initial`` at 16 disks also under Section 7)
+        lines[key].setdefault(VOLCANO_COLUMNS[r["metric"]], value)
+    for (number, variant, disks), line in lines.items():
+        for metric, label in VOLCANO_PUBLISHED.items():
+            paper = published.get((number, variant, disks, metric))
+            if paper is not None:
+                line[label] = paper[0]
+                if metric == "elapsed":
+                    line["paper source"] = paper[1]
+        if line.get("scale") == 1.0 and line.get("paper (s)") and "elapsed (s)" in line:
+            line["elapsed / paper"] = line["elapsed (s)"] / line["paper (s)"]
+    ordered = sorted(lines.items(),
+                     key=lambda item: (item[0][0], variant_order[item[0][:2]], item[0][2]))
+    frame = pd.DataFrame([line for _, line in ordered], columns=VOLCANO_FRAME_COLUMNS)
+    frame["paper source"] = frame["paper source"].fillna("")
+    return frame
+
+
+def volcano_step_table(frame: pd.DataFrame, step: int | str) -> pd.DataFrame:
+    """The lines of one step, for its table: the step's variants and disk counts with their
+    times and counters; the paper's columns only where it prints numbers for this step."""
+    number = volcano_step(step).number
+    lines = frame[frame["step"] == number].drop(columns=["step", "experiment", "run"])
+    optional = ["paper (s)", "elapsed / paper", "paper lock hold (s)", "paper lock wait (s)"]
+    empty = [c for c in optional if lines[c].isna().all()]
+    if lines["paper source"].eq("").all():
+        empty.append("paper source")
+    return lines.drop(columns=empty).reset_index(drop=True)
+
+
+def volcano_scales(frame: pd.DataFrame) -> dict[int, float | None]:
+    """The scale of the run shown for each step that has lines (step number -> scale)."""
+    out = {}
+    for number, lines in frame.groupby("step", sort=True):
+        scales = lines["scale"].dropna()
+        out[int(number)] = float(scales.iloc[0]) if len(scales) else None
+    return out
+
+
+def volcano_progress_disks(frame: pd.DataFrame) -> tuple[list[int], int | None]:
+    """Disk counts the sequence can be followed at (ascending) and the one to start with: the
+    count the most steps measured for their kept variant, the larger one on a tie."""
+    kept = frame[frame["kept"] & frame["elapsed (s)"].notna()]
+    if kept.empty:
+        return sorted(int(d) for d in frame["disks"].unique()), None
+    steps_per_count = kept.groupby("disks")["step"].nunique()
+    best = max(steps_per_count.index, key=lambda d: (steps_per_count[d], d))
+    return sorted(int(d) for d in frame["disks"].unique()), int(best)
+
+
+VOLCANO_PROGRESS_COLUMNS = ["step", "label", "kept variant", "elapsed (s)", "paper (s)",
+                            "best variant", "best elapsed (s)", "unfix calls",
+                            "lock wait (s)", "scale"]
+
+
+def volcano_progress_frame(frame: pd.DataFrame, disks: int) -> pd.DataFrame:
+    """The tuning sequence at ``disks`` disks: a line per step with the elapsed time of the
+    variant the paper kept, the paper's number for it, and the fastest variant the step tried
+    (a step can find a faster one and still not keep it, like Figure 5's 8 pools). A step not
+    measured at ``disks`` has empty numbers."""
+    out = []
+    for step in VOLCANO_STEPS:
+        lines = frame[(frame["step"] == step.number) & (frame["disks"] == disks)
+                      & frame["elapsed (s)"].notna()]
+        kept = lines[lines["variant"] == step.kept]
+        line: dict[str, Any] = {"step": step.number, "label": f"{step.number} {step.short}",
+                                "kept variant": step.kept}
+        if len(kept):
+            first = kept.iloc[0]
+            line.update({"elapsed (s)": first["elapsed (s)"], "paper (s)": first["paper (s)"],
+                         "unfix calls": first["unfix calls"],
+                         "lock wait (s)": first["lock wait (s)"], "scale": first["scale"]})
+        if len(lines):
+            fastest = lines.loc[lines["elapsed (s)"].idxmin()]
+            line.update({"best variant": fastest["variant"],
+                         "best elapsed (s)": fastest["elapsed (s)"]})
+            line.setdefault("scale", fastest["scale"])
+        out.append(line)
+    return pd.DataFrame(out, columns=VOLCANO_PROGRESS_COLUMNS)
+
+
+#: what a step's headline numbers are: column of ``volcano_steps_frame`` -> metric label
+VOLCANO_SUMMARY = {"elapsed (s)": "elapsed", "unfix calls": "unfix calls",
+                   "lock hold (s)": "lock hold", "lock wait (s)": "lock wait"}
+
+
+def volcano_step_summary(frame: pd.DataFrame, step: int | str, disks: int
+                         ) -> list[tuple[str, float, float | None]]:
+    """The headline numbers of a step at ``disks`` disks: (label, value of the kept variant,
+    value of the previous step's kept variant or None). The previous value is left out when
+    that step was not measured at ``disks`` or ran at another scale (not comparable)."""
+    current = volcano_step(step)
+    mine = frame[(frame["step"] == current.number) & (frame["variant"] == current.kept)
+                 & (frame["disks"] == disks)]
+    if mine.empty:
+        return []
+    before = pd.DataFrame()
+    if current.number > 1:
+        previous = volcano_step(current.number - 1)
+        before = frame[(frame["step"] == previous.number)
+                       & (frame["variant"] == previous.kept) & (frame["disks"] == disks)
+                       & (frame["scale"] == mine.iloc[0]["scale"])]
+    out = []
+    for column, label in VOLCANO_SUMMARY.items():
+        value = mine.iloc[0][column]
+        if pd.isna(value):
+            continue
+        old = before.iloc[0][column] if len(before) else None
+        out.append((label, float(value), None if old is None or pd.isna(old) else float(old)))
+    return out
+
+
+def volcano_step_notes(step: int | str, reference: Any = None) -> list[str]:
+    """What the paper says in words around a step (its prose and shape cells, with notes)."""
+    chosen = volcano_step(step)
+    notes = []
+    for c in _reference_cells(reference):
+        if c["reference"] not in chosen.notes_from or not c.get("note"):
+            continue
+        if c.get("status") not in ("prose", "shape", "ok"):
+            continue
+        where = c["row"] if c["column"] in ("curve", "na") else f"{c['row']} at {c['column']}"
+        number = "" if c.get("value") is None else f" = {_num(c['value'])} {c.get('unit') or ''}"
+        notes.append(f"{c['reference']}, {where} ({c['metric']}{number.rstrip()}): {c['note']}")
+    return notes
+
+
+def volcano_stored_rows(store: ResultsStore, runs: Mapping[str, str] | None = None
+                        ) -> list[dict]:
+    """The rows of the tuning sequence in ``store``: for each step's experiment, the run
+    ``runs`` names for it (experiment -> run id), else its latest ok run."""
+    runs = dict(runs or {})
+    rows = []
+    for step in VOLCANO_STEPS:
+        if step.experiment in runs:
+            rows += store.rows(run_id=runs[step.experiment])
+        else:
+            rows += store.rows(experiment=step.experiment)
+    return rows
+
+
+def run_volcano_small(store: ResultsStore,
+                      progress_for: Callable[[Experiment], Progress] | None = None
+                      ) -> list[tuple[str, str, int]]:
+    """Every step's experiment at ``VOLCANO_SMALL`` (a tenth of the paper's sort, 2 to 8
+    disks), stored as one run each; returns (experiment, run id, number of rows) per step."""
+    from minidb.experiments import get_experiment
+
+    done = []
+    for step in VOLCANO_STEPS:
+        exp = get_experiment(step.experiment)
+        overrides = {**VOLCANO_SMALL, **VOLCANO_SMALL_EXTRA.get(step.experiment, {})}
+        progress = progress_for(exp) if progress_for else None
+        run_id, rows = run_and_store(exp, store, overrides, progress=progress)
+        done.append((step.experiment, run_id, len(rows)))
+    return done
+
+
+def volcano_step_chart(frame: pd.DataFrame, step: int | str) -> alt.TopLevelMixin:
+    """Elapsed time against disks for every variant of one step (the kept one drawn thick),
+    the previous step's kept variant dashed grey ("before this step", when its run has the
+    same scale) and the paper's numbers as black diamonds. A step measured at one disk count
+    only (Figure 5: 1 to 16 pools at 16 disks) is drawn as one bar per variant instead."""
+    current = volcano_step(step)
+    lines = frame[(frame["step"] == current.number) & frame["elapsed (s)"].notna()]
+    if lines.empty:
+        raise MinidbError(f"no rows of {current.experiment} to draw")
+    scale = lines["scale"].iloc[0]
+    before = frame.iloc[0:0]
+    if current.number > 1:
+        previous = volcano_step(current.number - 1)
+        before = frame[(frame["step"] == previous.number) & (frame["variant"] == previous.kept)
+                       & (frame["scale"] == scale) & frame["elapsed (s)"].notna()]
+        before = before.assign(kind=f"before this step ({previous.kept})")
+    paper = lines[lines["paper (s)"].notna()].assign(kind="published (paper)")
+    single = lines["disks"].nunique() == 1
+    if single:
+        before = before[before["disks"] == lines["disks"].iloc[0]]
+    values = pd.concat([lines["elapsed (s)"], before["elapsed (s)"], paper["paper (s)"]])
+    log_y = _log_scale(values.astype(float))
+    y_title = "elapsed (s, modeled)" + (", log scale" if log_y else "")
+    y_scale = alt.Scale(type="log") if log_y else alt.Scale(zero=True)
+    variants = list(dict.fromkeys(lines["variant"]))
+    color = alt.Color("variant:N", scale=alt.Scale(domain=variants), sort=variants,
+                      legend=alt.Legend(orient="bottom", direction="vertical",
+                                        columns=LEGEND_COLUMNS,
+                                        title="variant (solid: kept)" if single
+                                        else "variant (thick: kept)",
+                                        labelLimit=300, symbolLimit=0))
+    before_legend = alt.Legend(orient="bottom", symbolType="stroke", labelLimit=300)
+    paper_shape = alt.Shape("kind:N", title="", scale=alt.Scale(range=["diamond"]),
+                            legend=alt.Legend(orient="bottom"))
+    tooltip = ["variant", "disks", alt.Tooltip("elapsed (s):Q", format=".4g"),
+               alt.Tooltip("unfix calls:Q", format=",.0f"),
+               alt.Tooltip("lock wait (s):Q", format=".3g")]
+    paper_tooltip = ["variant", "disks", alt.Tooltip("paper (s):Q", format=".4g"),
+                     "paper source"]
+
+    if single:
+        disks = int(lines["disks"].iloc[0])
+        x = alt.X("variant:N", sort=variants, title=f"variant, at {disks} disks",
+                  axis=alt.Axis(labelAngle=-30, labelLimit=200))
+        layers = [alt.Chart(lines).mark_bar(size=28).encode(
+            x=x, y=alt.Y("elapsed (s):Q", title=y_title, scale=y_scale), color=color,
+            opacity=alt.condition("datum.kept", alt.value(1.0), alt.value(0.6)),
+            tooltip=tooltip)]
+        if not before.empty:
+            layers.append(alt.Chart(before).mark_rule(color="gray", strokeWidth=2).encode(
+                y=alt.Y("elapsed (s):Q", scale=y_scale),
+                strokeDash=alt.StrokeDash("kind:N", title="", scale=alt.Scale(range=[[6, 4]]),
+                                          legend=before_legend),
+                tooltip=["kind", alt.Tooltip("elapsed (s):Q", format=".4g")]))
+    else:
+        ticks = sorted(set(lines["disks"]) | set(before["disks"]))
+        x = alt.X("disks:Q", title="disks (one process each)", scale=alt.Scale(zero=False),
+                  axis=alt.Axis(values=[int(d) for d in ticks], format="d"))
+        layers = [alt.Chart(lines).mark_line(point=True).encode(
+            x=x, y=alt.Y("elapsed (s):Q", title=y_title, scale=y_scale), color=color,
+            strokeWidth=alt.condition("datum.kept", alt.value(4), alt.value(1.5)),
+            tooltip=tooltip)]
+        if not before.empty:
+            # points too: the step before may have measured a single disk count (Figure 5)
+            layers.append(alt.Chart(before).mark_line(point=True, color="gray").encode(
+                x=x, y=alt.Y("elapsed (s):Q", scale=y_scale),
+                strokeDash=alt.StrokeDash("kind:N", title="", scale=alt.Scale(range=[[6, 4]]),
+                                          legend=before_legend),
+                tooltip=["kind", "disks", alt.Tooltip("elapsed (s):Q", format=".4g")]))
+    if not paper.empty:
+        layers.append(alt.Chart(paper).mark_point(
+            shape="diamond", size=140, filled=True, color="black").encode(
+            x=x, y=alt.Y("paper (s):Q", scale=y_scale), shape=paper_shape,
+            tooltip=paper_tooltip))
+    return alt.layer(*layers).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
+                                         autosize=PAD)
+
+
+VOLCANO_PROGRESS_KINDS = {"kept configuration": "#4c78a8", "best variant tried": "#f58518",
+                          "published (paper)": "black"}
+
+
+def volcano_progress_chart(progress: pd.DataFrame, current: int | str,
+                           disks: int) -> alt.TopLevelMixin:
+    """The tuning sequence at ``disks`` disks as bars, one per step: the kept configuration's
+    elapsed time (steps after ``current`` faded), a tick at the fastest variant the step tried
+    and a black diamond at the paper's number."""
+    number = volcano_step(current).number
+    order = progress["label"].tolist()
+    x = alt.X("label:N", sort=order, title="tuning step",
+              axis=alt.Axis(labelAngle=-30, labelLimit=200))
+    y_title = f"elapsed at {disks} disks (s, modeled)"
+    kinds = list(VOLCANO_PROGRESS_KINDS)
+    color = alt.Color("kind:N", title="", scale=alt.Scale(
+        domain=kinds, range=list(VOLCANO_PROGRESS_KINDS.values())),
+        legend=alt.Legend(orient="bottom"))
+    opacity = alt.condition(f"datum.step <= {number}", alt.value(1.0), alt.value(0.3))
+    kept = progress[progress["elapsed (s)"].notna()].assign(kind=kinds[0])
+    best = progress[progress["best elapsed (s)"].notna()].assign(kind=kinds[1])
+    paper = progress[progress["paper (s)"].notna()].assign(kind=kinds[2])
+    tooltip = ["label", "kept variant", alt.Tooltip("elapsed (s):Q", format=".4g"),
+               "best variant", alt.Tooltip("best elapsed (s):Q", format=".4g"),
+               alt.Tooltip("paper (s):Q", format=".4g")]
+    layers = [
+        alt.Chart(kept).mark_bar(size=28).encode(
+            x=x, y=alt.Y("elapsed (s):Q", title=y_title), color=color, opacity=opacity,
+            tooltip=tooltip),
+        alt.Chart(best).mark_tick(thickness=3, size=34).encode(
+            x=x, y=alt.Y("best elapsed (s):Q"), color=color, opacity=opacity, tooltip=tooltip),
+    ]
+    if not paper.empty:
+        layers.append(alt.Chart(paper).mark_point(shape="diamond", size=120, filled=True).encode(
+            x=x, y=alt.Y("paper (s):Q"), color=color, opacity=opacity, tooltip=tooltip))
+    return alt.layer(*layers).properties(width=PANEL_WIDTH, height=PANEL_HEIGHT,
+                                         autosize=PAD)
+
+
+def volcano_hint(path: str | os.PathLike) -> str:
+    """What to do when the store at ``path`` holds no run of the Volcano tuning study."""
+    return (f"No run of the Volcano tuning study is stored in {path} yet. In a shell, run "
+            f"`MINIDB_RESULTS={path} minidb reproduce volcano --quick` (the paper's full sort "
+            f"for every step, a minute or two) and reload this page, or run a small version "
+            f"of the sequence with the button below (a tenth of the records, 2 to 8 disks, "
+            f"about 10 seconds).")

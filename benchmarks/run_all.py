@@ -14,7 +14,9 @@ alone (MB/s per node), the parallel engine on one inline node against the single
 a repartitioning phase on two nodes inline and on Ray, and the median wall time of a trivial
 statement on 8 nodes, inline and on Ray (``--skip-parallel`` leaves them out,
 ``--no-ray`` only Ray). Then ``bench_lhstar.py``'s tables: LH* operations per second inline and
-on Ray, messages per 10^6 operations, load factors (``--skip-lhstar`` leaves them out). Wall
+on Ray, messages per 10^6 operations, load factors (``--skip-lhstar`` leaves them out). Then
+``bench_sort.py``'s tables: the Volcano sort on one process against DuckDB and numpy, and on 1-8
+processes with its exchange MB/s (``--skip-sort`` leaves them out). Wall
 times on a shared machine vary from run to run; compare ratios measured in the same run.
 """
 
@@ -33,6 +35,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_exchange as exchange  # noqa: E402
 import bench_lhstar as lhstar  # noqa: E402
+import bench_sort as sort  # noqa: E402
 from bench_load import report as load_report  # noqa: E402
 from bench_vs_duckdb import measure  # noqa: E402
 
@@ -72,6 +75,8 @@ def main() -> None:
                         help="leave out the parallel engine's tables (exchange, overhead, Ray)")
     parser.add_argument("--no-ray", action="store_true", help="leave out the Ray measurement")
     parser.add_argument("--skip-lhstar", action="store_true", help="leave out the LH* tables")
+    parser.add_argument("--skip-sort", action="store_true",
+                        help="leave out the Volcano sort tables (bench_sort.py)")
     args = parser.parse_args()
 
     env = environment()
@@ -100,6 +105,9 @@ def main() -> None:
     if not args.skip_lhstar:
         print()
         lhstar.report(ops=100_000, ray_ops=5_000, ray=not args.no_ray)
+    if not args.skip_sort:
+        print()
+        sort.report([args.rows], [1, 2, 4, 8], repeat=1)
 
 
 if __name__ == "__main__":

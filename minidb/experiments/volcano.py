@@ -86,6 +86,17 @@ def _setup(p: Params, disks: int, memory: float = 1.0, **config) -> SortSetup:
         raise ExperimentError(f"{disks} disks: {error}") from None
 
 
+def counted_sort(disks: int, scale: float = 1.0, seed: int = 1, memory: float = 1.0,
+                 **config) -> SortRun:
+    """The counts (no output) of one configuration's sort of the experiments' input, as the
+    experiments make it: ``scale`` times the paper's records and sort space, ``memory`` times
+    the sort space, ``config`` the rest of ``SortSetup`` (lectures and notebooks use it to look
+    inside a step without sorting again)."""
+    p = {"scale": scale, "seed": seed}
+    data, _ = _records(p)
+    return _sorted(data, _setup(p, disks, memory=memory, **config))
+
+
 def _run(data: tuple[int, int], setup: SortSetup, profile: str) -> tuple[SortRun, SortTime]:
     run = _sorted(data, setup)
     return run, price(run, get_profile(profile))

@@ -21,6 +21,8 @@ def row(row="q", column="nodes_1", metric="response_time", value=1.0, clock="mod
     ("nodes_4", ("nodes", 4.0)), ("page_8kb", ("page", 8.0)),
     ("gamma_100000", ("gamma", 100000.0)), ("vlx_f16", ("vlx_f", 16.0)),
     ("clx_g2", ("clx_g", 2.0)), ("curve", None), ("na", None), ("page_16kb_to_32kb", None),
+    ("disks_8", ("disks", 8.0)), ("disks_16_time", ("disks", 16.0)),
+    ("disks_8_total_wait", ("disks", 8.0)), ("disks_2_to_8", None), ("disks_8_ms", None),
 ])
 def test_column_slugs_become_points_on_an_axis(slug, expected):
     assert explorer.column_position(slug) == expected
