@@ -308,3 +308,41 @@ def test_bad_sort_setups_are_clear_errors(bad, match):
 def test_wrong_records_are_refused():
     with pytest.raises(MinidbError, match="sort records"):
         parallel_sort(np.arange(10), SortSetup(processes=2))
+
+
+@pytest.mark.parametrize("quantiles_how", ["given", "sampled"])
+@pytest.mark.parametrize("rows,processes", [(0, 1), (0, 4), (1, 3), (7, 16)])
+def test_tiny_and_empty_inputs_sort(quantiles_how, rows, processes):
+    records = sort_records(rows, seed=3) if rows else np.empty(0, RECORD_DTYPE)
+    run = parallel_sort(records, SortSetup(processes=processes, quantiles=quantiles_how,
+                                           sort_space_bytes=processes * 3 * 4 * KB))
+    out = run.output()
+    assert len(out) == rows and run.buffer.balanced()
+    assert np.array_equal(np.sort(out["payload"]), np.sort(records["payload"]))
+    assert run.buffer.counters.total("unfix") == 3 * rows
+
+
+def test_one_key_everywhere_lands_in_one_range_and_still_sorts():
+    records = sort_records(500, seed=1)
+    records["key"] = b"AAAAAAAAAA"
+    for how in ("given", "sampled"):
+        run = parallel_sort(records, SortSetup(processes=4, quantiles=how,
+                                               sort_space_bytes=4 * 3 * 4 * KB))
+        assert sorted(len(p) for p in run.partitions) == [0, 0, 0, 500]
+        assert run.buffer.balanced()
+
+
+def test_the_ray_runtime_counts_what_threads_count(ray_session):
+    """One shared-memory machine in one Ray worker: the same output and the same counts."""
+    records = sort_records(6000, seed=8)
+    setup = SortSetup(processes=3, cluster_bytes=8 * KB, unfix="macro_4", pools=2)
+    local, remote = parallel_sort(records, setup), parallel_sort(records, setup, runtime="ray")
+    assert np.array_equal(local.output(), remote.output())
+    assert remote.buffer.counters.calls == local.buffer.counters.calls
+    assert [w.runs for w in remote.work] == [w.runs for w in local.work]
+    assert remote.buffer.balanced() and len(remote.buffer.locks) == 2
+
+
+def test_runtimes_are_checked():
+    with pytest.raises(MinidbError, match="runtime is threads, inline, ray"):
+        parallel_sort(sort_records(10), SortSetup(processes=1), runtime="fork")

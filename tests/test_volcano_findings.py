@@ -272,3 +272,16 @@ def test_reduced_runs_name_no_published_cell():
     rows = run_experiment("volcano.unfix", scale=0.05, disks=[2], schemes=["simple"])
     assert rows and all(r["reference"] == "" for r in rows)
     assert {r["clock"] for r in rows} == {"modeled", "wall"}
+
+
+def test_the_ray_backend_gives_the_same_modeled_rows(ray_session):
+    kw = {"scale": 0.05, "disks": [2, 4], "schemes": ["simple", "macro_1"]}
+    inline = run_experiment("volcano.unfix", **kw)
+    ray_rows = run_experiment("volcano.unfix", backend="ray", **kw)
+
+    def modeled(rows):
+        return {(r["row"], r["column"], r["metric"]): r["value"] for r in rows
+                if r["clock"] == "modeled"}
+
+    assert modeled(ray_rows) == modeled(inline)
+    assert {r["parameters"]["backend"] for r in ray_rows} == {"ray"}

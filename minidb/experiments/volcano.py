@@ -15,7 +15,9 @@ Each experiment is one step of the paper's story (§3-§7), run with minidb's pa
 ``volcano.final``        Table V, §7 and Figure 7: 16- and 4-byte alignment on 2-16 disks, beside
                          the initial software
 
-The paper's workload (§3.2): 1,000,000 records of 100 bytes (``scale`` multiplies the count and
+``backend``: "inline" runs the machine's processes as threads here, "ray" runs the machine in
+one Ray worker (its processes threads there); the counts, and so the modeled clock, are the
+same. The paper's workload (§3.2): 1,000,000 records of 100 bytes (``scale`` multiplies the count and
 the memory, so runs and merge levels stay the paper's); one process per disk (§3.3); 12 MB of
 sort space (§3.2) shared by the processes. Every experiment reports the modeled elapsed time,
 the total pool-lock hold and wait (sums over processes, as Table II), and the wall-clock time of
@@ -50,13 +52,17 @@ TUNED_IO = {"cluster_bytes": 32 * KB, "alignment": 16, "pools": 1, "unfix": "sim
 FINAL = {"cluster_bytes": 32 * KB, "alignment": 4, "pools": 2, "unfix": "macro_1"}
 """After §6: grouped unfixing (macro, one entry), two pools, 4-byte alignment."""
 
-COMMON = {"scale": 1.0, "seed": 1, "profile": "sequent"}
+COMMON = {"scale": 1.0, "seed": 1, "profile": "sequent", "backend": "inline"}
+RUNTIME = {"inline": "threads", "ray": "ray"}
+"""How each backend runs a sort: inline, the machine's processes are threads of this Python
+process; on Ray, the machine is one Ray worker and its processes threads there."""
 
 
-def _records(p: Params) -> tuple[tuple[int, int], int]:
-    """The input, named by (rows, seed): sorts are run, and remembered, by ``_sorted``."""
+def _records(p: Params) -> tuple[tuple[int, int, str], int]:
+    """The input, named by (rows, seed, runtime): sorts are run, and remembered, by
+    ``_sorted``."""
     rows = max(1000, round(RECORDS * p["scale"]))
-    return (rows, p["seed"]), rows
+    return (rows, p["seed"], RUNTIME[p.get("backend", "inline")]), rows
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,12 +71,13 @@ def _input(rows: int, seed: int):
 
 
 @functools.lru_cache(maxsize=256)
-def _sorted(data: tuple[int, int], setup: SortSetup) -> SortRun:
+def _sorted(data: tuple[int, int, str], setup: SortSetup) -> SortRun:
     """One parallel sort of the input ``data`` names, checked and kept without its output:
     the counts are all that pricing needs, and the same configuration recurs across the
     paper's steps (and across profiles), so each one is sorted once per process."""
-    records = _input(*data)
-    run = parallel_sort(records, setup)
+    rows, seed, runtime = data
+    records = _input(rows, seed)
+    run = parallel_sort(records, setup, runtime=runtime)
     out = run.output()
     if (len(out) != len(records) or not run.buffer.balanced()
             or not bool(np.all(out["key"][1:] >= out["key"][:-1]))):
@@ -97,7 +104,8 @@ def counted_sort(disks: int, scale: float = 1.0, seed: int = 1, memory: float = 
     return _sorted(data, _setup(p, disks, memory=memory, **config))
 
 
-def _run(data: tuple[int, int], setup: SortSetup, profile: str) -> tuple[SortRun, SortTime]:
+def _run(data: tuple[int, int, str], setup: SortSetup, profile: str
+         ) -> tuple[SortRun, SortTime]:
     run = _sorted(data, setup)
     return run, price(run, get_profile(profile))
 
@@ -114,7 +122,7 @@ def _rows(name: str, p: Params, reference: str, row: str, disks: int, run: SortR
               "cluster_bytes": setup.cluster_bytes, "alignment": setup.alignment,
               "pools": setup.pools, "unfix": setup.unfix,
               "sort_space_bytes": setup.sort_space_bytes, "scale": p["scale"],
-              "seed": p["seed"], "profile": p["profile"]}
+              "seed": p["seed"], "profile": p["profile"], "backend": p["backend"]}
     if columns == "table2":
         time_col, lock_col, wait_col = (f"disks_{disks}_time", f"disks_{disks}_total_lock",
                                         f"disks_{disks}_total_wait")

@@ -85,6 +85,19 @@ class SharedBuffer:
         self._stats_lock = threading.Lock()  # guards the record tallies, not a pool
         self._gatherers: dict[tuple[int, str], object] = {}  # each one private to its operator
 
+    def __getstate__(self) -> dict:
+        """Locks do not travel between processes (a run sent back from a Ray worker): the
+        counts do, and fresh locks are made on arrival."""
+        state = dict(self.__dict__)
+        for name in ("locks", "_stats_lock"):
+            state.pop(name)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.locks = [threading.Lock() for _ in range(self.pools)]
+        self._stats_lock = threading.Lock()
+
     def pool_of(self, device: int | np.ndarray) -> int | np.ndarray:
         """§5.1: "the device number modulo the total number of buffer pools"."""
         return device % self.pools
