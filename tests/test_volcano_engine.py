@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minidb.errors import MinidbError
-from minidb.volcano.exchange import Port, consume, produce
 from minidb.volcano.pool import SharedBuffer, cluster_id
 from minidb.volcano.psort import SortSetup, parallel_sort, quantiles
 from minidb.volcano.records import RECORD_DTYPE, Layout, from_table, sort_records, to_table
@@ -103,75 +102,111 @@ def test_shared_buffer_counts_calls_per_pool_by_device():
     assert buffer.balanced()
 
 
-# -- the exchange port (§2.1) --------------------------------------------------------------------
+# -- the exchange on shared memory (§2.1) ----------------------------------------------------
 
-def _run_exchange(producers: int, consumers: int, rows: int, flow_control, packet=7):
-    data = np.arange(rows * producers, dtype=np.int64)
-    port = Port(producers, consumers, flow_control)
-    received = [[] for _ in range(consumers)]
-    most_ahead = [0]
-    lock = threading.Lock()
+def _run_exchange(processes: int, rows: int, flow_control, packet_records=7):
+    """Every process produces ``rows`` records into one exchange and consumes its share."""
+    from minidb.datagen.sortrec import SCHEMA
+    from minidb.parallel.partitioners import Hash
+    from minidb.volcano.exchange import RecordsSource, SharedMemoryExchange
+
+    data = sort_records(rows * processes, seed=11)
+    exchange = SharedMemoryExchange("x", processes, packet_records * 100, flow_control)
+    received = [[] for _ in range(processes)]
+    producers_of = [set() for _ in range(processes)]
+    splits = [None] * processes
 
     def producer(p):
-        batches = (data[p::producers][i:i + 5] for i in range(0, rows, 5))
-        produce(port, p, batches, lambda b: b % consumers, packet, data.dtype)
+        batches = (data[p::processes][i:i + 5] for i in range(0, rows, 5))
+        support = Hash("key")
+        support.fit(None, processes)
+        splits[p] = exchange.producer(RecordsSource(batches, SCHEMA), p, support)
+        try:
+            splits[p].run()
+        except BaseException as error:
+            exchange.fail(error)
+            raise
 
     def consumer(c):
-        for packet in consume(port, c):
-            with lock:
-                most_ahead[0] = max(most_ahead[0], port.queues[c].qsize())
-            received[c].append(packet.records)
+        receive = exchange.consumer(c, SCHEMA)
+        for batch in receive:
+            received[c].append(batch)
+            producers_of[c].add(receive.last_producer)
 
-    threads = [threading.Thread(target=producer, args=(p,)) for p in range(producers)]
-    threads += [threading.Thread(target=consumer, args=(c,)) for c in range(consumers)]
+    threads = [threading.Thread(target=producer, args=(p,)) for p in range(processes)]
+    threads += [threading.Thread(target=consumer, args=(c,)) for c in range(processes)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=120)
     assert not any(t.is_alive() for t in threads), "the exchange hung"
-    return data, [np.concatenate(r) if r else np.empty(0, np.int64) for r in received], port
+    return data, [np.concatenate(r) if r else np.empty(0, RECORD_DTYPE) for r in received], \
+        splits, producers_of
 
 
-@pytest.mark.parametrize("producers,consumers,flow", [(1, 1, 4), (3, 2, 1), (4, 4, None),
-                                                      (2, 5, 2)])
-def test_exchange_delivers_every_record_once_to_its_consumer(producers, consumers, flow):
-    data, received, port = _run_exchange(producers, consumers, 103, flow)
-    assert np.array_equal(np.sort(np.concatenate(received)), data)
-    for c, got in enumerate(received):
-        assert np.all(got % consumers == c)       # the support function's choice
-    # full packets of 7 plus one tagged packet per producer and consumer
-    assert port.packets_put >= producers * consumers
+@pytest.mark.parametrize("processes,flow", [(1, 4), (3, 1), (4, None), (5, 2)])
+def test_exchange_delivers_every_record_once_to_its_consumer(processes, flow):
+    data, received, splits, producers_of = _run_exchange(processes, 103, flow)
+    assert np.array_equal(np.sort(np.concatenate(received)["payload"]), np.sort(data["payload"]))
+    for c, got in enumerate(received):  # the support function's choice, for every record
+        from minidb.parallel.partitioners import Hash
 
-
-def test_exchange_flow_control_bounds_packets_ahead():
-    _, _, port = _run_exchange(3, 1, 400, flow_control=2, packet=5)
-    assert port.flow is not None and port.packets_put > 50
+        support = Hash("key")
+        support.fit(None, processes)
+        assert np.all(support.route(got) == c)
+        assert producers_of[c] <= set(range(processes))
+    # whole packets of 7 records leave as they fill; the rest goes with end of stream
+    for split in splits:
+        sent = split.counters["packets_sent_remote"] + split.counters["packets_short_circuited"]
+        assert sent >= 103 // 7
 
 
 def test_a_failing_producer_stops_the_consumers_with_its_error():
-    port = Port(2, 2, flow_control=2)
+    from minidb.datagen.sortrec import SCHEMA
+    from minidb.parallel.partitioners import Hash
+    from minidb.volcano.exchange import RecordsSource, SharedMemoryExchange
+
+    exchange = SharedMemoryExchange("x", 2, 300, flow_control=2)
+    data = sort_records(10, seed=1)
 
     def bad_batches():
-        yield np.arange(10)
+        yield data
         raise ValueError("disk 1 is gone")
 
     errors = []
 
     def consumer(c):
         try:
-            list(consume(port, c))
+            list(exchange.consumer(c, SCHEMA))
         except MinidbError as e:
             errors.append(str(e))
 
     threads = [threading.Thread(target=consumer, args=(c,)) for c in range(2)]
     for t in threads:
         t.start()
+    support = Hash("key")
+    support.fit(None, 2)
     with pytest.raises(ValueError):
-        produce(port, 0, bad_batches(), lambda b: b % 2, 3, np.dtype(np.int64))
+        try:
+            exchange.producer(RecordsSource(bad_batches(), SCHEMA), 0, support).run()
+        except ValueError as error:
+            exchange.fail(error)
+            raise
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=60)
     assert not any(t.is_alive() for t in threads)
     assert len(errors) == 2 and all("disk 1 is gone" in e for e in errors)
+
+
+def test_a_failing_process_fails_the_sort_with_its_error(monkeypatch):
+    from minidb.volcano import psort
+
+    def broken(*args):
+        raise RuntimeError("process 1 crashed")
+
+    monkeypatch.setattr(psort, "_drive", broken)
+    with pytest.raises(MinidbError, match="process 1 crashed"):
+        parallel_sort(sort_records(2000), SortSetup(processes=3))
 
 
 # -- the parallel sort (§2.2, §2.3) --------------------------------------------------------------

@@ -820,9 +820,9 @@ register_profile(
 #
 # minidb's parallel sort of 1,000,000 records in that setup makes 24,385 cluster calls (fixes
 # and releases) whatever the unfix scheme, and 3,000,000 unfix calls with the simple scheme or
-# 10,473 with procedure [1]. The simple row's 120 s and procedure [1]'s 7.260 s give
-#     lock_hold_unfix_us   = (120 - 7.260) / (3,000,000 - 10,473)        = 37.71 us
-#     lock_hold_cluster_us = (7.260 - 10,473 x 37.71 us) / 24,385         = 281.5 us
+# 10,465 with procedure [1]. The simple row's 120 s and procedure [1]'s 7.260 s give
+#     lock_hold_unfix_us   = (120 - 7.260) / (3,000,000 - 10,465)        = 37.71 us
+#     lock_hold_cluster_us = (7.260 - 10,465 x 37.71 us) / 24,385         = 281.5 us
 # (volcano_lock_calibration() reruns the sorts and recomputes both; a test checks it). They were
 # derived before any Volcano experiment ran and not changed after. Every other Volcano cell,
 # including the other lock columns of Table II and Figure 4's 150-180 s, is a prediction.

@@ -124,7 +124,8 @@ class SplitTable:
                  consumers: list[int], partitioner: Partitioner | None = None,
                  transport: Callable | None = None, wait: Callable | None = None,
                  local: Callable | None = None, packet_bytes: int = PACKET_BYTES,
-                 flush_bytes: int = FLUSH_BYTES, window: int = WINDOW):
+                 flush_bytes: int = FLUSH_BYTES, window: int = WINDOW,
+                 whole_packets: bool = False):
         if mode not in ("partition", "broadcast", "host"):
             raise MinidbError(f"split table mode must be partition, broadcast or host, not {mode!r}")
         if mode == "partition" and partitioner is None:
@@ -136,6 +137,9 @@ class SplitTable:
         self.partitioner = None if partitioner is None else partitioner.for_producer(node_id)
         self.transport, self.wait, self.local = transport, wait, local
         self.packet_bytes, self.flush_bytes, self.window = packet_bytes, flush_bytes, max(1, window)
+        # a message before end of stream carries whole packets only, the rest waits for the
+        # next one (Volcano's port hands over packets, never a part of one)
+        self.whole_packets = whole_packets
         self.schema: Schema = child.schema
         self.itemsize = child.schema.dtype.itemsize
         self.counters = dict.fromkeys(
@@ -185,6 +189,15 @@ class SplitTable:
         parts = self._pending[i]
         batch = (np.concatenate(parts) if len(parts) > 1 else parts[0]) if parts else None
         self._pending[i], self._pending_bytes[i] = [], 0
+        if self.whole_packets and not final and batch is not None:
+            per_packet = max(1, self.packet_bytes // max(1, self.itemsize))
+            cut = len(batch) // per_packet * per_packet
+            if cut < len(batch):
+                rest = batch[cut:]
+                self._pending[i], self._pending_bytes[i] = [rest], rest.nbytes
+                batch = batch[:cut] if cut else None
+            if batch is None:
+                return
         rows = 0 if batch is None else len(batch)
         self._sent_tuples[i] += rows
         # full packets leave as they fill; the last, partial one goes at end of stream
@@ -239,6 +252,8 @@ class ExchangeReceive(Operator):
         self.schema = schema
         self.timeout = timeout
         self._done: set[int] = set()
+        self.last_producer: int | None = None
+        """The producer of the batch ``next`` returned last."""
 
     def _open(self) -> None:
         self._queue = self.inbox.queue(self.exchange_id)
@@ -257,6 +272,8 @@ class ExchangeReceive(Operator):
                     f"exchange {self.exchange_id}: no end of stream from node(s) {missing} "
                     f"within {self.timeout:g} s"
                 ) from None
+            if isinstance(item, Exception):  # a producer failed (shared-memory exchange)
+                raise MinidbError(f"exchange {self.exchange_id}: {item}") from item
             batch = item
             if isinstance(item, tuple):  # end of stream (see end_of_stream), maybe with tuples
                 self._expected[producer], batch = item[1], item[3]
@@ -266,6 +283,7 @@ class ExchangeReceive(Operator):
                 self._done.add(producer)
             if batch is not None:
                 self.stats.tuples_in += len(batch)
+                self.last_producer = producer
                 return batch
         return None
 

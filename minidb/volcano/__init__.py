@@ -7,8 +7,9 @@ sharing one buffer in shared memory. This package rebuilds that node model:
 
 ``records``   the sort benchmark's 100-byte records laid out on pages and clusters, padded to
               an alignment of 1, 4 or 16 bytes (§3.2, §4.2, §6.3)
-``exchange``  Volcano's exchange operator on shared memory: a port with one queue per consumer,
-              packets, an end-of-stream tag and a flow-control semaphore (§2.1)
+``exchange``  Volcano's exchange operator on shared memory: the engine's one exchange
+              (``minidb.parallel.exchange``) with every inbox in the same memory, whole packets,
+              an end-of-stream tag and bounded inboxes for flow control (§2.1)
 ``unfix``     the ways of unfixing records in the buffer: one call per record, or calls
               gathered in process-private space (procedure or macro, one entry or a small hash
               table) (§5, §5.2)

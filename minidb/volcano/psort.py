@@ -5,7 +5,7 @@ one process per disk (§3.3); the output must be *range-partitioned* over the sa
 sorted within each range. Every process does two things:
 
 1. **produce** (exchange's producer side): scan its disk cluster by cluster and send every record
-   through the exchange port to the process that owns the record's key range. The support
+   through the exchange to the process that owns the record's key range. The support
    function compares the key with the ``processes - 1`` quantiles (§2.3: "the i/N quantiles ...
    e.g., by sampling"): ``given`` quantiles are exact, as the paper assumes them known a priori;
    ``sampled`` ones come from a sample of every input.
@@ -43,10 +43,12 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from minidb.datagen.sortrec import SCHEMA
 from minidb.errors import MinidbError
-from minidb.volcano.exchange import Packet, Port, consume, produce
+from minidb.parallel.partitioners import Partitioner
+from minidb.volcano.exchange import RecordsSource, SharedMemoryExchange
 from minidb.volcano.pool import SharedBuffer, cluster_id
-from minidb.volcano.records import RECORD_DTYPE, Layout
+from minidb.volcano.records import RECORD_BYTES, RECORD_DTYPE, Layout
 from minidb.volcano.unfix import scheme
 
 MB = 1024 * 1024
@@ -189,7 +191,7 @@ def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads
 
     ``runtime``: "threads" runs every process's producer and sort as threads at once, as
     Volcano's processes run; "inline" runs every producer to its end and then every sort, one
-    after another in this thread (no flow control then: the port holds everything), for places
+    after another in this thread (no flow control then: the inboxes hold everything), for places
     that may not start threads (the autograder's sandbox); "ray" runs the whole machine in one
     Ray worker, its processes threads there (a shared-memory machine is one node: its processes
     share the buffer, so they cannot be separate actors). Ray must be running
@@ -207,25 +209,28 @@ def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads
     parts = input_partitions(records, n)
     bounds = quantiles(parts, n, setup.quantiles, setup.seed)
     buffer = SharedBuffer(setup.pools, scheme(setup.unfix))
-    port = Port(n, n, setup.flow_control if runtime == "threads" else None)
+    exchange = SharedMemoryExchange(
+        "redistribute", n, packet_bytes=setup.layout.records_per_cluster * RECORD_BYTES,
+        flow_control=setup.flow_control if runtime == "threads" else None)
     run = SortRun(setup, [np.empty(0, RECORD_DTYPE)] * n, bounds,
                   [ProcessWork() for _ in range(n)], buffer)
-    bodies = [(_produce, (p, parts[p], run, port), f"volcano-producer-{p}") for p in range(n)]
-    bodies += [(_sort, (c, run, port), f"volcano-sort-{c}") for c in range(n)]
+    bodies = [(_produce, (p, parts[p], run, exchange), f"volcano-producer-{p}")
+              for p in range(n)]
+    bodies += [(_sort, (c, run, exchange), f"volcano-sort-{c}") for c in range(n)]
     if runtime == "inline":
         for body, args, _ in bodies:
-            _guarded(port, body, *args)
-            if port.failed is not None:
+            _guarded(exchange, body, *args)
+            if exchange.failed is not None:
                 break
     else:
-        workers = [threading.Thread(target=_guarded, args=(port, body, *args), name=name)
+        workers = [threading.Thread(target=_guarded, args=(exchange, body, *args), name=name)
                    for body, args, name in bodies]
         for w in workers:
             w.start()
         for w in workers:
             w.join()
-    if port.failed is not None:
-        raise MinidbError(f"parallel sort failed: {port.failed}") from port.failed
+    if exchange.failed is not None:
+        raise MinidbError(f"parallel sort failed: {exchange.failed}") from exchange.failed
     run.wall_s = time.perf_counter() - start
     return run
 
@@ -246,18 +251,31 @@ def _sort_on_machine(records: np.ndarray, setup: SortSetup) -> SortRun:
     return parallel_sort(records, setup, runtime="threads")
 
 
-def _guarded(port: Port, body, *args) -> None:
+def _guarded(exchange: SharedMemoryExchange, body, *args) -> None:
     try:
         body(*args)
-    except BaseException as error:  # noqa: BLE001 - handed to the caller through the port
-        if port.failed is None:
-            port.fail(error)
+    except BaseException as error:  # noqa: BLE001 - handed to the caller through the exchange
+        exchange.fail(error)
 
 
-def _produce(p: int, data: np.ndarray, run: SortRun, port: Port) -> None:
+class KeyRanges(Partitioner):
+    """The sort's support function (§2.3): range ``i`` holds the keys up to ``bounds[i]``, the
+    last range the keys above every bound."""
+
+    name = "key_ranges"
+
+    def __init__(self, bounds: np.ndarray, processes: int):
+        super().__init__("key")
+        self.bounds = bounds
+        self.fit(None, processes)
+
+    def route(self, batch: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.bounds, batch["key"], side="left").astype(np.int64)
+
+
+def _produce(p: int, data: np.ndarray, run: SortRun, exchange: SharedMemoryExchange) -> None:
     setup, buffer, work = run.setup, run.buffer, run.work[p]
     per_cluster = setup.layout.records_per_cluster
-    record_bytes = setup.layout.record_bytes
 
     def scan() -> Iterator[np.ndarray]:
         # The scan reads cluster after cluster; it hands the exchange SCAN_CLUSTERS of them at
@@ -276,18 +294,16 @@ def _produce(p: int, data: np.ndarray, run: SortRun, port: Port) -> None:
             buffer.unfix(p, "filter", cluster_id(p, numbers))
         buffer.close(p, "filter")
 
-    def packed(c: int, packet: Packet) -> None:
-        buffer.fix(p, packet_device(setup, p), 1, len(packet.records))
-        work.packets_sent += 1
-        work.record_copies += len(packet.records)
-        work.bus_bytes += len(packet.records) * record_bytes
-        if c != p:
-            work.records_sent += len(packet.records)
-
-    def support(batch: np.ndarray) -> np.ndarray:
-        return np.searchsorted(run.bounds, batch["key"], side="left")
-
-    produce(port, p, scan(), support, per_cluster, RECORD_DTYPE, on_packet=packed)
+    split = exchange.producer(RecordsSource(scan(), SCHEMA), p,
+                              KeyRanges(run.bounds, setup.processes))
+    routed = split.run()
+    # every packet was a cluster of the producer's packet space, fixed with its records
+    packets = split.counters["packets_sent_remote"] + split.counters["packets_short_circuited"]
+    buffer.fix(p, packet_device(setup, p), packets, routed)
+    work.packets_sent += packets
+    work.record_copies += routed
+    work.bus_bytes += routed * setup.layout.record_bytes
+    work.records_sent += split.counters["bytes_sent_remote"] // RECORD_BYTES
 
 
 def packet_device(setup: SortSetup, producer: int) -> int:
@@ -296,7 +312,7 @@ def packet_device(setup: SortSetup, producer: int) -> int:
     return setup.processes + producer
 
 
-def _sort(c: int, run: SortRun, port: Port) -> None:
+def _sort(c: int, run: SortRun, exchange: SharedMemoryExchange) -> None:
     setup, buffer, work = run.setup, run.buffer, run.work[c]
     layout = setup.layout
     capacity = setup.space_clusters * layout.records_per_cluster
@@ -312,15 +328,16 @@ def _sort(c: int, run: SortRun, port: Port) -> None:
         _write_clusters(c, len(data), run, copies=True)
         space, held = [], 0
 
-    for packet in consume(port, c):
-        records = packet.records
-        if not len(records):
-            continue
-        work.packets_received += 1
+    per_packet = layout.records_per_cluster
+    received = [0] * setup.processes  # records from each producer so far
+    receive = exchange.consumer(c, SCHEMA)
+    for records in receive:
+        q = receive.last_producer
         work.records_received += len(records)
-        number = (c << 30) + packet.number
-        ids = np.full(len(records), cluster_id(packet_device(setup, packet.producer), number),
-                      dtype=np.int64)
+        # the packet of each record: packets fill one after another, per producer and consumer
+        numbers = (c << 30) + (received[q] + np.arange(len(records), dtype=np.int64)) // per_packet
+        received[q] += len(records)
+        ids = cluster_id(packet_device(setup, q), numbers)
         while len(records):
             take = min(capacity - held, len(records))
             space.append(records[:take])
@@ -331,6 +348,7 @@ def _sort(c: int, run: SortRun, port: Port) -> None:
             records, ids = records[take:], ids[take:]
             if held == capacity:
                 spill()
+    work.packets_received += sum(-(-k // per_packet) for k in received)
     buffer.close(c, "sort")
     if held and runs:
         spill()  # the last run of a sort that already spilled is written like the others
