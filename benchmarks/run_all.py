@@ -107,7 +107,7 @@ def main() -> None:
         lhstar.report(ops=100_000, ray_ops=5_000, ray=not args.no_ray)
     if not args.skip_sort:
         print()
-        sort.report([args.rows], [1, 2, 4, 8], repeat=1)
+        sort.report([args.rows], [1, 2, 4, 8], repeat=1, ray=not args.no_ray)
 
 
 if __name__ == "__main__":

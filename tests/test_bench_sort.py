@@ -19,7 +19,7 @@ ROWS = 20_000
 
 
 def test_tables_rows_and_columns(capsys):
-    results = bench_sort.main(["--rows", str(ROWS), "--processes", "1,2"])
+    results = bench_sort.main(["--rows", str(ROWS), "--processes", "1,2", "--no-ray"])
     out = capsys.readouterr().out
     for line in ("python", "numpy", "duckdb", "os.cpu_count", "load average (1 min)"):
         assert f"\n{line} " in f"\n{out}"
@@ -27,11 +27,11 @@ def test_tables_rows_and_columns(capsys):
                   "numpy np.sort(keys)", "numpy argsort(keys), take records"):
         assert label in out
     assert "minidb / DuckDB = " in out and "the aim of 5x" in out
-    header = next(line for line in out.splitlines() if line.lstrip().startswith("processes"))
+    header = next(line for line in out.splitlines() if line.lstrip().startswith("runtime"))
     for column in ("wall s", "modeled s", "wall speedup", "modeled speedup", "exchange MB/s"):
         assert column in header
     table = out.split(header, 1)[1].splitlines()[1:3]
-    assert [int(line.split()[0]) for line in table] == [1, 2]
+    assert [line.split()[:2] for line in table] == [["inline", "1"], ["inline", "2"]]
     assert bench_sort.NO_RAY_NOTE in out
 
     (result,) = results
@@ -74,3 +74,13 @@ def test_command_line_errors():
         bench_sort.main(["--rows", "1000000,x"])
     with pytest.raises(SystemExit):
         bench_sort.main(["--processes", "0"])
+
+
+def test_ray_rows_count_what_inline_counts(ray_session, capsys):
+    (result,) = bench_sort.report([ROWS], [1, 2], repeat=1, ray=True)
+    out = capsys.readouterr().out
+    assert bench_sort.RAY_NOTE in out
+    assert [m.processes for m in result["ray"]] == [1, 2]
+    for inline, on_ray in zip(result["parallel"], result["ray"], strict=True):
+        assert on_ray.modeled_s == pytest.approx(inline.modeled_s)
+        assert on_ray.exchanged_bytes == inline.exchanged_bytes
