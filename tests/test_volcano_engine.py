@@ -381,3 +381,25 @@ def test_the_ray_runtime_counts_what_threads_count(ray_session):
 def test_runtimes_are_checked():
     with pytest.raises(MinidbError, match="runtime is threads, inline, ray"):
         parallel_sort(sort_records(10), SortSetup(processes=1), runtime="fork")
+
+
+def test_a_failing_consumer_does_not_leave_its_producers_waiting(monkeypatch):
+    """Consumer 0 dies at once while its inbox holds one message at most: the producers that
+    wait for room there must stop with the error, not wait out the exchange's timeout."""
+    import time as clock
+
+    from minidb.volcano import psort
+
+    real_sort = psort._sort
+
+    def sort_or_die(c, run, exchange):
+        if c == 0:
+            raise RuntimeError("consumer 0 crashed")
+        real_sort(c, run, exchange)
+
+    monkeypatch.setattr(psort, "_sort", sort_or_die)
+    start = clock.monotonic()
+    with pytest.raises(MinidbError, match="consumer 0 crashed"):
+        parallel_sort(sort_records(40_000, seed=2),
+                      SortSetup(processes=3, flow_control=1, sort_space_bytes=3 * 12 * 4 * KB))
+    assert clock.monotonic() - start < 60

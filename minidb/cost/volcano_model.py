@@ -123,7 +123,6 @@ def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndar
 
 def solve(own: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """Time of each process at each centre (approximate MVA, one customer per process)."""
-    n = len(own)
     time_at = demand.copy()
     for _ in range(ITERATIONS):
         cycle = own + time_at.sum(axis=1)
@@ -134,7 +133,7 @@ def solve(own: np.ndarray, demand: np.ndarray) -> np.ndarray:
             time_at = updated
             break
         time_at = updated
-    return time_at if n else demand
+    return time_at
 
 
 def price(run: SortRun, profile: HardwareProfile) -> SortTime:

@@ -37,6 +37,7 @@ import numpy as np
 
 from minidb.cost.profiles import get_profile
 from minidb.cost.volcano_model import SortTime, price
+from minidb.errors import MinidbError
 from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
 from minidb.volcano.psort import MB, SortRun, SortSetup, parallel_sort
 from minidb.volcano.records import sort_records
@@ -89,7 +90,7 @@ def _setup(p: Params, disks: int, memory: float = 1.0, **config) -> SortSetup:
     space = round(SORT_SPACE * memory * p["scale"])
     try:
         return SortSetup(processes=disks, sort_space_bytes=space, seed=p["seed"], **config)
-    except Exception as error:  # a configuration the sort cannot run, said in the user's terms
+    except MinidbError as error:  # a configuration the sort cannot run, said in the user's terms
         raise ExperimentError(f"{disks} disks: {error}") from None
 
 

@@ -30,6 +30,10 @@ either way each record crosses the bus once between processes (§7 counts that c
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import time
+
 import numpy as np
 
 from minidb.errors import MinidbError
@@ -38,6 +42,8 @@ from minidb.parallel.exchange import ExchangeReceive, Inbox, SplitTable
 from minidb.parallel.partitioners import Partitioner
 from minidb.storage.schema import Schema
 
+POLL_S = 0.2
+"""A waiting producer looks this often whether a process failed."""
 WAIT_S = 600.0
 """How long a producer waits for room in a consumer's inbox, and a consumer for the next
 message, before the exchange gives up saying which side was slow. Sorting a run never takes
@@ -64,8 +70,21 @@ class SharedMemoryExchange:
         self.failed: BaseException | None = None
 
     def deliver(self, dest: int, exchange_id: str, producer: int, item, packets: int) -> None:
-        """The transport: the consumer's inbox is in the same memory."""
-        self.inboxes[dest].put(exchange_id, producer, item, timeout=WAIT_S)
+        """The transport: the consumer's inbox is in the same memory. A full inbox makes the
+        producer wait (flow control), in short waits that stop as soon as a process failed."""
+        inbox = self.inboxes[dest].queue(exchange_id)
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            if self.failed is not None:
+                raise MinidbError(f"exchange {exchange_id}: stopped, another process failed "
+                                  f"({self.failed})")
+            try:
+                inbox.put((producer, item), timeout=POLL_S)
+                return
+            except queue.Full:
+                if time.monotonic() > deadline:
+                    raise MinidbError(f"exchange {exchange_id}: process {dest} took no packet "
+                                      f"for {WAIT_S:.0f} s") from None
 
     def local(self, exchange_id: str, producer: int, item, packets: int) -> None:
         """A process sending to itself: the same put into its own inbox."""
@@ -86,11 +105,21 @@ class SharedMemoryExchange:
                                list(range(self.processes)), schema, timeout=WAIT_S)
 
     def fail(self, error: BaseException) -> None:
-        """A process failed: wake every consumer with the error."""
+        """A process failed: stop every producer and wake every consumer with the error. A
+        full inbox gives up its oldest message for the news (the sort is lost anyway); this
+        never waits, so a process failing while others wait cannot hang the machine."""
         if self.failed is None:
             self.failed = error
+        news = (-1, ProcessFailed(str(self.failed)))
         for inbox in self.inboxes:
-            inbox.queue(self.exchange_id).put((-1, ProcessFailed(str(error))))
+            pending = inbox.queue(self.exchange_id)
+            while True:
+                try:
+                    pending.put_nowait(news)
+                    break
+                except queue.Full:
+                    with contextlib.suppress(queue.Empty):
+                        pending.get_nowait()
 
 
 class RecordsSource(Operator):

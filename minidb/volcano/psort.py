@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -139,7 +139,6 @@ class SortRun:
     work: list[ProcessWork]
     buffer: SharedBuffer
     wall_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
     def output(self) -> np.ndarray:
         """All output records in order (the concatenation of the ranges)."""
@@ -147,8 +146,7 @@ class SortRun:
 
     def counts_only(self) -> SortRun:
         """This run without its output records (what pricing needs, a few KB to keep)."""
-        return SortRun(self.setup, [], self.bounds, self.work, self.buffer, self.wall_s,
-                       list(self.notes))
+        return SortRun(self.setup, [], self.bounds, self.work, self.buffer, self.wall_s)
 
     def total(self) -> ProcessWork:
         out = ProcessWork()
