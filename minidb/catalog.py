@@ -53,8 +53,8 @@ result is the table ``Table.create`` makes from all the records at once, page fo
 
 Simplifications: partitioning across nodes is the parallel runtime's (``minidb.cluster``); a
 table's statistics are never recomputed after load except by widening, and count a NULL as the
-zero value it is stored as; the catalog is rewritten whole after each change (no log), so a
-change cut off half way is detected when the page counts disagree, not repaired.
+zero value it is stored as; the catalog is rewritten whole after each change; a change cut off
+half way is undone by the log of ``minidb.txn.undo`` before the catalog is read.
 """
 
 from __future__ import annotations
@@ -888,6 +888,11 @@ class Catalog:
         """The tables that could not be reopened, with what is wrong with each."""
         return list(self._damaged.values())
 
+    def clear(self) -> None:
+        """Forget every table (a rollback reads the committed catalog again)."""
+        self._tables.clear()
+        self._damaged.clear()
+
     def remove_damaged(self, name: str) -> DamagedTable | None:
         return self._damaged.pop(name.lower(), None)
 
@@ -1019,8 +1024,8 @@ def _open_file(disk: Disk, table: str, entry: dict):
     if f.num_pages != int(entry["pages"]):
         raise MinidbError(
             f"table {table!r}: {entry['file']}.pages holds {f.num_pages} pages but the catalog "
-            f"recorded {entry['pages']}; a change was cut off before the catalog was written "
-            "(minidb keeps no log), so the table cannot be trusted: load it again in a new directory"
+            f"recorded {entry['pages']}; the file was changed outside minidb (a change of minidb's own "
+            "is undone by its log), so the table cannot be trusted: load it again in a new directory"
         )
     return f
 

@@ -34,10 +34,16 @@ opened (a file missing or cut short, a damaged entry) does not stop the others: 
 opens, a ``MinidbWarning`` names the damaged table and why, ``damaged_tables()`` lists them, and a
 statement that uses one fails with that reason until ``drop_table`` removes it.
 
-Simplified: no log and no recovery. A statement is made durable by forcing its pages and then
-the catalog at its end; a crash in the middle of a change can leave a table whose files disagree
-with the catalog, which reopening reports instead of repairing. One process at a time may open a
-directory (there is no lock file).
+Atomic statements. In a user's directory every change is a transaction of its own, made atomic
+and durable by the undo log of ``minidb.txn.undo`` (``wal.log`` in the directory): the
+before-image of every committed page a statement overwrites is forced to the log first; at the
+end the pages are forced, a commit record carrying the new catalog is forced (the commit point),
+then the catalog file is replaced. A statement that fails with an error is undone at once and the
+database goes on; a process killed at any moment (``kill -9``) is recovered when the directory is
+opened again (``recovery`` says what was done): it holds every committed statement and nothing of
+an unfinished one. One database at a time may open a directory (``minidb.txn.dirlock``; a second
+``connect`` is refused, naming the process that holds it). A temporary directory keeps no log:
+nothing in it outlives the process.
 
 This module is one node. ``connect(nodes=N)`` with N > 1, or ``backend="ray"``, returns the
 shared-nothing engine of ``minidb.cluster`` instead, built from N such nodes.
@@ -50,6 +56,8 @@ import re
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +88,8 @@ from minidb.sql.translate import SelectStatement, translate
 from minidb.storage.disk import Disk
 from minidb.storage.schema import Schema
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
+from minidb.txn.dirlock import DirectoryLock
+from minidb.txn.undo import UndoJournal
 
 RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
@@ -145,9 +155,14 @@ class Database:
 
     def __init__(self, page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  data_dir: str | os.PathLike | None = None, memory_pages: int | None = None,
-                 rid_fetch: str = "sorted", join: str | None = None):
+                 rid_fetch: str = "sorted", join: str | None = None,
+                 in_doubt: Callable[[str], bool] | None = None):
         check_rid_fetch(rid_fetch)
         self.join = check_join_choice(join)
+        self._lock: DirectoryLock | None = None
+        self.journal: UndoJournal | None = None
+        #: what restart recovery did when this database was opened (None: nothing to do)
+        self.recovery: str | None = None
         stored = None
         if data_dir is not None:
             check_data_dir(data_dir)
@@ -156,9 +171,24 @@ class Database:
                     f"{data_dir} holds a parallel database; open it with "
                     "minidb.connect(nodes=N, backend=..., data_dir=...) and its number of nodes"
                 )
-            stored = read_json(Path(data_dir) / CATALOG_FILE, "catalog", CATALOG_FORMAT)
-            if stored is None:
-                refuse_pages_without_catalog(Path(data_dir))
+            Path(data_dir).mkdir(parents=True, exist_ok=True)
+            self._lock = DirectoryLock(data_dir)
+            try:
+                self.journal = UndoJournal(data_dir)
+                self.recovery = self.journal.recover(in_doubt)  # before the catalog is read
+                stored = read_json(Path(data_dir) / CATALOG_FILE, "catalog", CATALOG_FORMAT)
+                if stored is None:
+                    refuse_pages_without_catalog(Path(data_dir))
+            except BaseException:
+                self._release_directory()
+                raise
+        try:
+            self._open(page_size, stored, data_dir, buffer_pages, buffer_policy, memory_pages, rid_fetch)
+        except BaseException:
+            self._release_directory()
+            raise
+
+    def _open(self, page_size, stored, data_dir, buffer_pages, buffer_policy, memory_pages, rid_fetch):
         page_size = _page_size(page_size, stored, data_dir)
         self.disk = Disk(data_dir, page_size)
         try:
@@ -171,6 +201,7 @@ class Database:
             memory_pages = max(MIN_MEMORY_PAGES, self.buffer.num_frames - RESERVED_PAGES)
         if isinstance(memory_pages, bool) or not isinstance(memory_pages, int | np.integer) \
                 or memory_pages < MIN_MEMORY_PAGES:
+            self.disk.close()
             raise MinidbError(
                 f"memory_pages must be a whole number of at least {MIN_MEMORY_PAGES}, not {memory_pages!r}"
             )
@@ -179,6 +210,12 @@ class Database:
         self._closed = False
         self.persistent = data_dir is not None  # a user's directory: keep a catalog in it
         self._save_lock = threading.Lock()
+        #: commit at the end of every change; False on a node of a parallel database, whose
+        #: coordinator commits its statements with two-phase commit (``prepare`` / ``commit``)
+        self.autocommit = True
+        self.disk.journal = self.journal
+        if self.journal is not None:  # before-images of the pages about to be written go first
+            self.journal.dirty_pages = self.buffer.dirty_pages
         try:
             if stored is not None:
                 self._reopen(stored)
@@ -187,6 +224,63 @@ class Database:
         except BaseException:
             self.disk.close()
             raise
+
+    def _release_directory(self) -> None:
+        """Close the log and give up the directory lock (the database is closed or never opened)."""
+        if self.journal is not None:
+            self.journal.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    @contextmanager
+    def _statement(self):
+        """A change: committed at its end (``checkpoint``); in a user's directory, undone if it
+        fails (``minidb.txn.undo``), so a statement happens whole or not at all."""
+        try:
+            yield
+        except BaseException:
+            if self.persistent:
+                self._roll_back()
+            raise
+        self.finish_change()
+
+    def finish_change(self) -> None:
+        """The end of a change: commit it, or (``autocommit`` off) only write its pages back and
+        leave the commit to the coordinator."""
+        if self.autocommit:
+            self.checkpoint()
+        else:
+            self.buffer.flush()
+
+    # -- two-phase commit, the participant's half (minidb.txn.two_phase) ------------------------
+    def prepare(self, txn: str) -> None:
+        """Vote yes for ``txn``: force the pages, then a prepare record with the catalog."""
+        self._check_open()
+        self.buffer.flush()
+        if self.persistent:
+            with self._save_lock:
+                self.disk.sync()
+                self.journal.prepare(txn, self._catalog_doc())
+
+    def commit(self, txn: str) -> None:
+        """The coordinator decided to commit ``txn``: make it so (``checkpoint``)."""
+        self.checkpoint()
+
+    def abort(self) -> None:
+        """Undo everything since the last commit (the coordinator decided to abort)."""
+        if self.persistent:
+            self._roll_back()
+
+    def _roll_back(self) -> None:
+        """Undo everything since the last commit: forget the buffer pool and the open files, put
+        the before-images back, and read the committed catalog again."""
+        self.buffer.forget_all()
+        self.disk.forget_files()
+        self.journal.undo()
+        stored = read_json(self.disk.path / CATALOG_FILE, "catalog", CATALOG_FORMAT)
+        self.catalog.clear()
+        if stored is not None:
+            self._reopen(stored)
 
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source: Any, organization: str = "heap", key: str | None = None,
@@ -214,10 +308,10 @@ class Database:
         layout = source_layout(src, schema)
         if layout.has_column(RID):
             raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
-        table = load_table(self.disk, self.buffer, name, layout, src.batches(batch_rows),
-                           organization, key, src.num_rows)
-        self.catalog.add(table)
-        self.checkpoint()
+        with self._statement():
+            table = load_table(self.disk, self.buffer, name, layout, src.batches(batch_rows),
+                               organization, key, src.num_rows)
+            self.catalog.add(table)
         return table
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
@@ -237,10 +331,11 @@ class Database:
                     f"table {t.name!r} is hash-organized on {t.key!r} (Teradata style); it cannot "
                     "also be clustered. Load it with organization='heap' to cluster it"
                 )
-            t.reorganize("clustered", col)
+            with self._statement():
+                t.reorganize("clustered", col)
         else:
-            t.create_index(col)
-        self.checkpoint()
+            with self._statement():
+                t.create_index(col)
 
     def table(self, name: str) -> Table:
         self._check_open()
@@ -262,9 +357,8 @@ class Database:
                 (self.disk.path / f"{file}.pages").unlink(missing_ok=True)
             self.checkpoint()
             return
-        table = self.catalog.remove(name)
-        table.drop()
-        self.checkpoint()
+        with self._statement():
+            self.catalog.remove(name).drop()
 
     def clear_buffer_pool(self) -> None:
         """Write back every dirty page and empty the pool, so the next statement starts cold."""
@@ -287,9 +381,11 @@ class Database:
         io_before = self.disk.io.snapshot()
         buf_before = self.buffer.counters.snapshot()
         start = time.perf_counter()
-        outcome = run(self, statement, planner)
-        if not isinstance(statement, SelectStatement):
-            self.checkpoint()  # the change is on disk, then in the catalog
+        if isinstance(statement, SelectStatement):
+            outcome = run(self, statement, planner)
+        else:
+            with self._statement():  # the change is on disk, then committed
+                outcome = run(self, statement, planner)
         wall = time.perf_counter() - start
         counters = _counters(self.disk.io.minus(io_before), self.buffer.counters.minus(buf_before),
                              outcome.plan)
@@ -306,11 +402,15 @@ class Database:
         if not self.persistent:
             return
         with self._save_lock:
-            self.disk.sync()
-            doc = {"format": CATALOG_FORMAT, "version": CATALOG_VERSION,
-                   "page_size": self.disk.page_size,
-                   "tables": self.catalog.entries()}
+            self.disk.sync()  # FORCE: every page of the change is on disk before the commit
+            doc = self._catalog_doc()
+            self.journal.commit(doc)  # the commit point
             write_json_atomically(self.disk.path / CATALOG_FILE, doc)
+            self.journal.finish()
+
+    def _catalog_doc(self) -> dict:
+        return {"format": CATALOG_FORMAT, "version": CATALOG_VERSION,
+                "page_size": self.disk.page_size, "tables": self.catalog.entries()}
 
     def _reopen(self, doc: dict) -> None:
         """Rebuild the catalog from ``doc``: a table that cannot be opened is kept as damaged,
@@ -372,6 +472,7 @@ class Database:
                 self.checkpoint()
             finally:
                 self.disk.close()
+                self._release_directory()
             return
         for t in list(self.catalog):
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import duckdb
 import numpy as np
 
@@ -95,3 +97,18 @@ def check_load(db, data) -> None:
         frags = db.fragments(name)
         got = np.sort(np.concatenate([f["unique1"] for f in frags]))
         assert np.array_equal(got, np.sort(table["unique1"].to_numpy()))  # none lost or doubled
+
+
+def kill_actor(ray, actor) -> None:
+    """Kill a node's Ray actor and wait until Ray reports it dead (``ray.kill`` does not wait)."""
+    ray.kill(actor)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=1)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the actor did not die")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from cluster_checks import kill_actor
 
 import minidb
 from minidb.errors import CorruptPageError, MinidbError, MinidbWarning
@@ -47,7 +48,7 @@ def test_node_killed_mid_query_then_reopen(ray_session, wisconsin_pair, tmp_path
 
         def kill_before_probe(calls, phase=""):
             if phase == "probe":
-                _kill(ray_session, backend.actors[1])
+                kill_actor(ray_session, backend.actors[1])
             return original(calls, phase)
 
         backend.call_many = kill_before_probe
@@ -66,21 +67,6 @@ def test_node_killed_mid_query_then_reopen(ray_session, wisconsin_pair, tmp_path
         assert _snapshot(db) == want
         assert sorted(db.sql(JOIN).to_pylist()) == joined
         assert db.sql("SELECT * FROM b WHERE unique1 BETWEEN 10 AND 20").rows == 11
-
-
-def _kill(ray, actor) -> None:
-    """Kill an actor and wait until Ray reports it dead (``ray.kill`` does not wait)."""
-    ray.kill(actor)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.ping.remote(), timeout=1)
-        except ray.exceptions.RayActorError:
-            return
-        except ray.exceptions.GetTimeoutError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("the actor did not die")
 
 
 def _corrupt_first_data_page(directory, table: str) -> str:

@@ -201,6 +201,20 @@ class BufferManager:
                 self._evict(frame, write=False)
         self._where.pop(f.file_id, None)
 
+    def dirty_pages(self, f: PagedFile) -> np.ndarray:
+        """Page numbers of ``f`` that are changed in the pool and not yet written back."""
+        frames = np.flatnonzero(self.dirty)
+        return np.array([self.frame_page[fr] for fr in frames if self.frame_file[fr] is f], dtype=np.int64)
+
+    def forget_all(self) -> None:
+        """Empty the pool without writing anything, pins included: a rolled-back statement's
+        pages are being undone on disk (``minidb.txn.undo``), so no frame may go back."""
+        self.pins[:] = 0
+        for frame in range(self.num_frames):
+            if self.frame_file[frame] is not None:
+                self._evict(frame, write=False)
+        self._where.clear()
+
     @property
     def pinned_frames(self) -> int:
         return int((self.pins > 0).sum())

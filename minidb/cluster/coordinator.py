@@ -20,17 +20,19 @@ Persistence. ``connect(nodes=N, data_dir=D)`` gives node i the directory D/node-
 its own catalog, see ``minidb.database``) and keeps the coordinator's catalog in D/cluster.json:
 the number of nodes, which are disk nodes, the page size, and per table its schema, tuple count,
 statistics and partitioning (the partitioner's kind, columns and what it learned: boundaries,
-the next node of round-robin). It is rewritten atomically after each statement that changes a
-table, once the nodes have saved their own catalogs. Opening D again starts the nodes on their
-directories and rebuilds the host's copies of the tables from the catalog; the node count must
-be the same. The coordinator's catalog decides which tables exist: a fragment no entry names
-(a load or CREATE TABLE AS cut off before the catalog was written) is dropped, and a table
-whose fragment is missing on a node is an error naming both. Simplified: the nodes and the
-coordinator save one after the other, with no two-phase commit, so a crash between them is
-resolved by that rule, not by recovery; a user's own partitioner class is saved with pickle and
-must be importable when the database is reopened; with Ray on several machines, node i's files
-are wherever its actor runs, so D must be a path that every machine shares (or the placement
-must be the same when reopening).
+the next node of round-robin). A statement that changes a table commits on every node or on
+none: two-phase commit with presumed abort (``minidb.txn.two_phase``; the decision is a record
+forced to ``wal.log`` in D that carries the new ``cluster.json``). A statement that fails before
+the decision is undone on every node; a node that crashed while prepared asks that log when it
+is opened again. One process at a time may open D (``minidb.txn.dirlock``). Opening D again
+starts the nodes on their directories and rebuilds the host's copies of the tables from the
+catalog; the node count must be the same. The coordinator's catalog decides which tables exist:
+a fragment no entry names is dropped, and a table whose fragment is missing on a node is an
+error naming both. Simplified: without a data directory there is no log, so a statement that
+fails part way is not undone; a user's own partitioner class is saved with pickle and must be
+importable when the database is reopened; with Ray on several machines, node i's files are
+wherever its actor runs, so D must be a path that every machine shares (or the placement must
+be the same when reopening).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import os
 import re
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +61,6 @@ from minidb.catalog import (
     schema_to_json,
     stats_from_json,
     stats_to_json,
-    write_json_atomically,
 )
 from minidb.cluster.catalog import (
     CLUSTER_FORMAT,
@@ -108,6 +110,8 @@ from minidb.sql.translate import (
 )
 from minidb.storage.schema import Schema, concat_records
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
+from minidb.txn.dirlock import DirectoryLock
+from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
@@ -235,6 +239,28 @@ class ParallelDatabase:
         if data_dir is not None:
             check_data_dir(data_dir)
         self.data_dir = None if data_dir is None else Path(data_dir)
+        self._lock: DirectoryLock | None = None
+        self.two_phase: TwoPhaseCoordinator | None = None
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock = DirectoryLock(self.data_dir)
+            try:
+                self.two_phase = TwoPhaseCoordinator(self.data_dir)
+                self.two_phase.recover(self.data_dir / CLUSTER_FILE)
+            except BaseException:
+                self._release_directory()
+                raise
+        try:
+            self._start(nodes, backend, address, disk_nodes, diskless_nodes, page_size, buffer_pages,
+                        buffer_policy, memory_pages, rid_fetch, num_cpus, profile, timeout,
+                        packet_bytes, data_dir)
+        except BaseException:
+            self._release_directory()
+            raise
+
+    def _start(self, nodes, backend, address, disk_nodes, diskless_nodes, page_size, buffer_pages,
+               buffer_policy, memory_pages, rid_fetch, num_cpus, profile, timeout, packet_bytes,
+               data_dir) -> None:
         stored = None if self.data_dir is None else self._stored_catalog(int(nodes))
         if stored is not None:
             disk_nodes, page_size = stored_roles(stored, self.data_dir, disk_nodes,
@@ -339,10 +365,10 @@ class ParallelDatabase:
             except MinidbError:  # e.g. a dead node: the first error is the one to report
                 pass
             raise
-        shadow.stats = stats.finish()
-        shadow._num_records = rows
-        self.schemes[name.lower()] = p
-        self._save()
+        with self._statement():
+            shadow.stats = stats.finish()
+            shadow._num_records = rows
+            self.schemes[name.lower()] = p
         self._take_counters()
         return shadow
 
@@ -351,9 +377,9 @@ class ParallelDatabase:
         self._check_open()
         t = self.host.catalog.get(check_name_argument(table, "the table"))
         t.schema.column(check_name_argument(column, "the indexed column"), f"table {t.name!r}")
-        self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
-                              "create index")
-        self._save()
+        with self._statement():
+            self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
+                                  "create index")
         self._take_counters()
 
     def clear_buffer_pools(self) -> None:
@@ -379,10 +405,10 @@ class ParallelDatabase:
     def drop_table(self, name: str) -> None:
         self._check_open()
         t = self.host.catalog.get(name)
-        self._drop_everywhere(t.name)
-        self.host.drop_table(t.name)
-        self.schemes.pop(t.name.lower(), None)
-        self._save()
+        with self._statement():
+            self._drop_everywhere(t.name)
+            self.host.drop_table(t.name)
+            self.schemes.pop(t.name.lower(), None)
 
     def _drop_everywhere(self, name: str) -> None:
         self.backend.call_all("drop_table", {n: (name,) for n in self.disk}, "drop table")
@@ -419,27 +445,29 @@ class ParallelDatabase:
         if isinstance(statement, SelectStatement):
             schema, records = run.select(statement.query)
             kind, rows = "select", len(records)
-        elif isinstance(statement, CreateTableAsStatement):
-            rows = self._create_table_as(statement, run, result_partition or "round_robin")
-            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "create_table_as"
-        elif isinstance(statement, UpdateStatement):
-            rows = run.update(statement)
-            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "update"
-        elif isinstance(statement, DeleteStatement):
-            rows = run.delete(statement)
-            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "delete"
-        elif isinstance(statement, InsertStatement):
-            rows = run.insert(statement)
-            schema, records, kind = _count(rows), np.array([(rows,)], _count(rows).dtype), "insert"
         else:
-            raise unsupported_in_parallel(type(statement).__name__)
-        if kind != "select":
-            self._save()  # after the nodes saved their fragments (each phase ends with that)
+            with self._statement():  # committed on every node, or undone on every node
+                schema, records, kind, rows = self._change(statement, run, result_partition)
         wall = time.perf_counter() - start
         s = run.scheduler
         return ParallelResult(schema, records, kind, rows, wall, s.phases, s.phase_names,
                               s.scheduler_messages, s.explain(), text, self._modeled(run),
                               s.phase_wall_s, s.plan)
+
+    def _change(self, statement, run: ParallelPlanner, result_partition):
+        """Run a statement that changes a table; (schema, records, kind, rows) of its result."""
+        if isinstance(statement, CreateTableAsStatement):
+            rows = self._create_table_as(statement, run, result_partition or "round_robin")
+            kind = "create_table_as"
+        elif isinstance(statement, UpdateStatement):
+            rows, kind = run.update(statement), "update"
+        elif isinstance(statement, DeleteStatement):
+            rows, kind = run.delete(statement), "delete"
+        elif isinstance(statement, InsertStatement):
+            rows, kind = run.insert(statement), "insert"
+        else:
+            raise unsupported_in_parallel(type(statement).__name__)
+        return _count(rows), np.array([(rows,)], _count(rows).dtype), kind, rows
 
     def _create_table_as(self, st: CreateTableAsStatement, run: ParallelPlanner, partition) -> int:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
@@ -523,9 +551,41 @@ class ParallelDatabase:
                 "page_size": self.page_size, "tables": tables}
 
     def _save(self) -> None:
-        """Rewrite the coordinator catalog (a no-op without a data directory)."""
+        """Commit the statement on every node and in the coordinator catalog, with two-phase
+        commit (``minidb.txn.two_phase``); without a data directory, nothing to do."""
         if self.data_dir is not None:
-            write_json_atomically(self.data_dir / CLUSTER_FILE, self._catalog_doc())
+            self.two_phase.commit(self.backend.call_all, list(range(self.num_nodes)),
+                                  self._catalog_doc(), self.data_dir / CLUSTER_FILE)
+
+    @contextmanager
+    def _statement(self):
+        """A change to the database: committed on every node at its end (``_save``), or, if it
+        fails before the commit decision, undone on every node and in the host's catalog."""
+        try:
+            yield
+            self._save()
+        except BaseException as e:
+            if self.data_dir is not None and not isinstance(e, CommitUnfinished):
+                self._abort()
+            raise
+
+    def _abort(self) -> None:
+        """Undo the failed statement on the nodes and read the committed catalog again. A node
+        that cannot be reached undoes its part when it is opened again (presumed abort)."""
+        try:
+            self.two_phase.abort(self.backend.call_all, list(range(self.num_nodes)))
+        except MinidbError:
+            return  # a node is gone: the database must be opened again to be used
+        for name in self.host.tables():
+            self.host.drop_table(name)
+        self.schemes.clear()
+        self._reopen(self._stored_catalog(self.num_nodes))
+
+    def _release_directory(self) -> None:
+        if self.two_phase is not None:
+            self.two_phase.close()
+        if self._lock is not None:
+            self._lock.release()
 
     def _reopen(self, stored: dict | None) -> None:
         """Bring the host's copies and the schemes back from ``stored``; make the nodes agree."""
@@ -575,6 +635,7 @@ class ParallelDatabase:
             self.host.close()
             for path in self._scratch:  # a killed node could not remove its own
                 shutil.rmtree(path, ignore_errors=True)
+            self._release_directory()
 
     def _check_open(self) -> None:
         if self._closed:

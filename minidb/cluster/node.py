@@ -14,7 +14,10 @@ never run two disk-using fragments on one node at the same time (receivers work 
 
 Persistence. Given a data directory D, node i keeps its pages and its own catalog in D/node-i
 (a single-node ``Database`` there, so it reopens the same way); every method that changes a
-fragment ends with ``Database.checkpoint``. The coordinator keeps the cluster-wide catalog.
+fragment ends with ``Database.finish_change``: the pages are written back, but the node does not
+commit on its own (``autocommit`` is off); the coordinator commits or aborts the statement on
+every node together (``prepare`` / ``commit`` / ``abort``, two-phase commit with presumed abort,
+``minidb.txn.two_phase``). The coordinator keeps the cluster-wide catalog.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from minidb.sql.hints import Hints, parse_hints
 from minidb.sql.operators import Materialize
 from minidb.sql.planner import Planner
 from minidb.storage.schema import Schema
+from minidb.txn.two_phase import coordinator_decisions
 
 #: minidb operator kind -> the kind the cost model prices (minidb.cost.model.OPERATOR_COST_FIELD)
 COST_KIND = {
@@ -158,9 +162,11 @@ class Node:
         if data_dir is not None:
             data_dir = node_dir(data_dir, node_id)
             os.makedirs(data_dir, exist_ok=True)
+        decisions = None if data_dir is None else coordinator_decisions(os.path.dirname(data_dir))
         self.db = Database(page_size=page_size, buffer_pages=buffer_pages,
                            buffer_policy=buffer_policy, data_dir=data_dir,
-                           memory_pages=memory_pages, rid_fetch=rid_fetch)
+                           memory_pages=memory_pages, rid_fetch=rid_fetch, in_doubt=decisions)
+        self.db.autocommit = data_dir is None  # a user's directory: the coordinator commits
         self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []
@@ -255,7 +261,7 @@ class Node:
                         organization: str = "heap", key: str | None = None) -> int:
         table = Table.create(self.db.disk, self.db.buffer, name, schema, records, organization, key)
         self.db.catalog.add(table)
-        self.db.checkpoint()
+        self.db.finish_change()
         return len(records)
 
     # a bulk load a batch at a time (the coordinator's create_table): begin, batches, end
@@ -272,7 +278,7 @@ class Node:
         """Finish the fragment and add it to this node's catalog; returns its tuple count."""
         table = self._loads.pop(name).finish()
         self.db.catalog.add(table)
-        self.db.checkpoint()
+        self.db.finish_change()
         return table.num_records
 
     def load_abort(self, name: str) -> None:
@@ -287,6 +293,22 @@ class Node:
     def drop_table(self, name: str) -> None:
         if self.db.catalog.has(name):
             self.db.drop_table(name)
+
+    # -- two-phase commit (the coordinator's minidb.txn.two_phase calls these) ------------------
+    def prepare(self, txn: str) -> bool:
+        """Phase one: force this node's part of the statement and vote yes (an error is a no)."""
+        self.db.prepare(txn)
+        return True
+
+    def commit(self, txn: str) -> None:
+        self.db.commit(txn)
+
+    def abort(self) -> None:
+        """Undo this node's part of the statement (and forget loads and spools under way)."""
+        for loader in list(self._loads.values()):
+            loader.abort()
+        self._loads.clear()
+        self.db.abort()
 
     def clear_buffer_pool(self) -> None:
         """Write back and forget every cached page, so the next statement starts cold."""
@@ -365,7 +387,7 @@ class Node:
                 store.collect()
                 self._count_tree(store, skip_root_children=True)
                 self._count_inserted(target, store.stats.extra.get("stored", 0))
-                self.db.checkpoint()
+                self.db.finish_change()
             elif isinstance(sink, plan.Hold):
                 self._held.setdefault(sink.key, []).extend(_Opened(root))
             else:
@@ -408,7 +430,7 @@ class Node:
     def insert(self, table: str, records: np.ndarray) -> int:
         if len(records):
             self.db.catalog.get(table).insert(records)
-            self.db.checkpoint()
+            self.db.finish_change()
         with self._lock:
             self._add_tuples("store", len(records))
             self._work["operators_started"] += 1
@@ -421,7 +443,7 @@ class Node:
         scan = plan.Fragment("delete", plan.Scan(table, filters, with_rids=True), hint=hint)
         root = Delete(Materialize(build_tree(self.db, scan, None)), self.db.catalog.get(table))
         count = int(root.collect()["count"].sum())
-        self.db.checkpoint()
+        self.db.finish_change()
         self._count_tree(root)
         self._count_index_changes(self.db.catalog.get(table), count)
         return count
@@ -445,7 +467,7 @@ class Node:
             t.update(rids[stay], records[stay])
         if (~stay).any():
             t.delete(rids[~stay])
-        self.db.checkpoint()
+        self.db.finish_change()
         with self._lock:
             self._add_tuples("store", len(records))
         self._count_index_changes(t, int(stay.sum()), changed=set(assignments))
@@ -473,7 +495,7 @@ class Node:
             leave = np.asarray(consumers)[partitioner.route(records)] != self.node_id
         if leave.any():
             t.delete(rids[leave])
-        self.db.checkpoint()
+        self.db.finish_change()
         self._count_index_changes(t, int(leave.sum()))
         split = SplitTable(ArrayScan(t.schema, records[leave]), self.node_id, exchange_id,
                            "partition", consumers, partitioner, self._send,

@@ -47,11 +47,15 @@ import tempfile
 import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from minidb.errors import CorruptPageError, MinidbError
 from minidb.storage import page as pg
+
+if TYPE_CHECKING:
+    from minidb.txn.undo import UndoJournal
 
 
 @dataclass
@@ -103,6 +107,8 @@ class Disk:
         self._unsynced: dict[int, PagedFile] = {}  # files written since the last sync()
         self._next_id = 0
         self._uids: set[int] = set()  # ids of the files on this disk (checksums fold them in)
+        #: the undo log (``minidb.txn.undo``) of a user's data directory; None for a temporary one
+        self.journal: UndoJournal | None = None
 
     @property
     def is_temporary(self) -> bool:
@@ -116,6 +122,8 @@ class Disk:
         self._next_id += 1
         f.path.write_bytes(b"")
         self._files[f.file_id] = f
+        if self.journal is not None:
+            self.journal.created(name)
         return f
 
     def _new_uid(self) -> int:
@@ -162,11 +170,21 @@ class Disk:
         return [(o.name, o.uid, o.versions) for o in list(self._files.values()) if o is not f]
 
     def drop(self, f: PagedFile) -> None:
+        """Remove ``f``; with a journal, a file holding committed pages is deleted at the commit."""
         f.close()
         self._files.pop(f.file_id, None)
         self._uids.discard(f.uid)
         self._unsynced.pop(f.file_id, None)
-        f.path.unlink(missing_ok=True)
+        if self.journal is None or not self.journal.defers_drop(f.name):
+            f.path.unlink(missing_ok=True)
+
+    def forget_files(self) -> None:
+        """Close and forget every open file (their pages stay on disk): a rollback reopens them."""
+        for f in list(self._files.values()):
+            f.close()
+        self._files.clear()
+        self._unsynced.clear()
+        self._uids.clear()
 
     def sync(self) -> None:
         """``fsync`` every file written since the last call, so its pages survive a crash."""
@@ -285,6 +303,8 @@ class PagedFile:
             self._versions = grown
         new_versions = self._versions[first : first + n] + 1
         pg.seal(pages, self.uid, new_versions)
+        if self.disk.journal is not None:  # the write-ahead rule: before-images first
+            self.disk.journal.before_write(self, first, n)
         view = memoryview(pages.reshape(-1))
         done, fd = 0, self.handle()
         while done < len(view):  # one call moves at most ~2 GiB, so loop on short writes
