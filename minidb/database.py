@@ -383,6 +383,8 @@ class Database:
         start = time.perf_counter()
         if isinstance(statement, SelectStatement):
             outcome = run(self, statement, planner)
+            if self.journal is not None:
+                self.journal.forget_if_untouched()
         else:
             with self._statement():  # the change is on disk, then committed
                 outcome = run(self, statement, planner)

@@ -11,6 +11,23 @@ registers itself under a *kind* and a *name*::
 
 Experiments, labs, the explorer and the autograder then select it by name
 (``minidb.connect(buffer_policy="fifo")``). A student's class registers exactly like a built-in.
+
+The kinds (``KINDS`` below holds the same, for code and tests):
+
+=================  ============================================  ================================
+kind               base class                                    a student's, in the labs
+=================  ============================================  ================================
+buffer_policy      ``minidb.buffer.policy.ReplacementPolicy``     ``labs/lab1_gamma/policy.py``
+partitioner        ``minidb.parallel.partitioners.Partitioner``   ``labs/lab1_gamma/partitioner.py``
+join               ``minidb.exec.join.base.JoinAlgorithm``        ``labs/lab2_joins/hybrid_hash.py``
+unfix_gatherer     ``minidb.volcano.unfix.UnfixGatherer``         ``labs/lab3_volcano/unfix.py``
+lhstar_addressing  ``minidb.sdds.addressing.Addressing``          ``labs/lab4_lhstar/addressing.py``
+commit             ``minidb.txn.commit.base.CommitProtocol``      ``labs/lab5_commit/commit.py``
+hardware_profile   ``minidb.cost.profiles.HardwareProfile``       -
+experiment         ``minidb.experiments.registry.Experiment``     -
+=================  ============================================  ================================
+
+The built-ins of a kind are ``names(kind)`` (``minidb list`` for experiments).
 """
 
 from __future__ import annotations
@@ -23,6 +40,18 @@ from minidb.errors import UnknownPluginError
 T = TypeVar("T")
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
+
+#: kind -> (its base class, the file a student writes one in, or None)
+KINDS: dict[str, tuple[str, str | None]] = {
+    "buffer_policy": ("minidb.buffer.policy.ReplacementPolicy", "labs/lab1_gamma/policy.py"),
+    "partitioner": ("minidb.parallel.partitioners.Partitioner", "labs/lab1_gamma/partitioner.py"),
+    "join": ("minidb.exec.join.base.JoinAlgorithm", "labs/lab2_joins/hybrid_hash.py"),
+    "unfix_gatherer": ("minidb.volcano.unfix.UnfixGatherer", "labs/lab3_volcano/unfix.py"),
+    "lhstar_addressing": ("minidb.sdds.addressing.Addressing", "labs/lab4_lhstar/addressing.py"),
+    "commit": ("minidb.txn.commit.base.CommitProtocol", "labs/lab5_commit/commit.py"),
+    "hardware_profile": ("minidb.cost.profiles.HardwareProfile", None),
+    "experiment": ("minidb.experiments.registry.Experiment", None),
+}
 
 
 def register(kind: str, name: str) -> Callable[[T], T]:
@@ -66,3 +95,5 @@ def _load_builtins() -> None:
     import minidb.parallel.partitioners  # noqa: F401  (registers the partitioners)
     import minidb.sdds.addressing  # noqa: F401  (registers LH*'s addressing rules)
     import minidb.sdds.table  # noqa: F401  (registers the lh_star partitioner)
+    import minidb.txn.commit  # noqa: F401  (registers the commit protocols)
+    import minidb.volcano.unfix  # noqa: F401  (registers the grouped unfix gatherer)

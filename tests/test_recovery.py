@@ -261,3 +261,13 @@ def test_the_log_ignores_a_torn_or_damaged_tail(tmp_path):
     assert [r.lsn for r in log.records()] == [1]
     assert log.append(COMMIT, b"{}") == 2  # appends go after the last good record
     assert [r.lsn for r in log.records()] == [1, 2]
+
+
+def test_queries_leave_the_log_empty(tmp_path):
+    _load(tmp_path)
+    with minidb.connect(data_dir=tmp_path, buffer_pages=BUFFER, memory_pages=4) as db:
+        for _ in range(3):  # a sort bigger than its memory writes temporary runs
+            db.sql("SELECT * FROM t ORDER BY stringu1")
+        assert db.journal.log.counters.records > 0  # the runs' files were logged as made
+        assert (tmp_path / "wal.log").stat().st_size == 0  # and forgotten with them
+        assert db.journal.counters.before_images == 0

@@ -157,6 +157,7 @@ class UndoJournal:
         """Whether dropping file ``name`` must wait for the commit (it holds committed pages);
         a file created in this transaction is deleted at once."""
         if name in self._created:
+            self._created.discard(name)  # made and gone within the transaction: nothing to undo
             return False
         self._begin()
         self._drops.append(name)
@@ -180,6 +181,13 @@ class UndoJournal:
         body = json.dumps({"txn": txn, "catalog": catalog, "drop": self._drops}).encode()
         self.log.append(PREPARE, body)
         self.log.force()
+
+    def forget_if_untouched(self) -> None:
+        """Empty the log if the open transaction changed nothing that lasts (a query whose
+        temporary files are gone again), so a read-only session does not grow it."""
+        if self._open and not self._imaged and not self._drops and not self._created:
+            self.log.reset()
+            self._reset_transaction()
 
     def finish(self) -> None:
         """After the catalog file is written: delete the dropped files, empty the log."""

@@ -1,0 +1,19 @@
+"""Commit protocols as plug-ins (kind ``"commit"``), and the simulated network they run on.
+
+* ``base``: the ``CommitProtocol`` base class (four handlers) and the messages.
+* ``simnet``: the seeded simulated network (delay, drop, duplicate, partition, crash).
+* ``two_pc``, ``presumed_abort``, ``presumed_commit``, ``three_pc``, ``group_commit``: the
+  built-in protocols, one file each.
+* ``matrix``: the fault matrix every protocol is checked over.
+
+A student's protocol is a ``CommitProtocol`` subclass decorated with
+``@register("commit", "my_2pc")``; the fault matrix and the experiment select it by name.
+"""
+
+from minidb.txn.commit import (  # noqa: F401  (register the built-ins)
+    group_commit,
+    presumed_abort,
+    presumed_commit,
+    three_pc,
+    two_pc,
+)

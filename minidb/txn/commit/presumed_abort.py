@@ -1,0 +1,27 @@
+"""Presumed abort (Mohan, Lindsay and Obermarck, R*, 1986).
+
+Two-phase commit where "no information" means abort: nobody forces an abort record, nobody
+acknowledges an abort, and a coordinator asked about a transaction it has forgotten answers ABORT.
+A commit costs what it costs in 2PC (coordinator and participants force, participants
+acknowledge); an abort costs no force and half the messages. The engine's own parallel commit
+(``minidb.txn.two_phase``) is this protocol.
+"""
+
+from __future__ import annotations
+
+from minidb.plugins import register
+from minidb.txn.commit.base import ABORT
+from minidb.txn.commit.simnet import Site
+from minidb.txn.commit.two_pc import TwoPhaseCommit
+
+
+@register("commit", "presumed_abort")
+class PresumedAbort(TwoPhaseCommit):
+    name = "presumed_abort"
+    unknown_outcome = ABORT
+
+    def log_abort(self, s: Site, txn: int) -> None:
+        s.log(ABORT, txn)  # not forced: a lost abort record reads as "abort" anyway
+
+    def abort_needs_ack(self) -> bool:
+        return False

@@ -1,0 +1,178 @@
+"""Commit protocols (``minidb.txn.commit``) on the seeded simulated network.
+
+* Fault-free costs: messages and log forces per commit and per abort, as each protocol's
+  definition says (FACTS.md, Commit protocols), for 3 and 5 participants.
+* The fault matrix: every built-in protocol, crashed at every step of the coordinator and of a
+  participant, over reliable and lossy (drop + duplicate) links, several seeds: no run breaks a
+  promise (atomicity, no commit without every yes, no lost commit).
+* Blocking: a coordinator that never comes back leaves 2PC-style participants in doubt; 3PC's
+  termination protocol finishes every time.
+* The checks catch broken protocols: deciding before every vote, not forcing PREPARED, not
+  forcing COMMIT each fail somewhere in the matrix.
+* Replay: one seed gives the same trace event for event.
+* Group commit shares forces under load; a protocol registered under a new name runs everywhere.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from minidb.plugins import names, register
+from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR
+from minidb.txn.commit.matrix import fault_matrix, one_run, summarize
+from minidb.txn.commit.simnet import Crash, Partition
+from minidb.txn.commit.two_pc import PREPARED, TwoPhaseCommit
+
+BUILT_IN = ["2pc", "presumed_abort", "presumed_commit", "3pc", "group_commit"]
+
+
+def test_every_built_in_protocol_is_registered():
+    assert set(BUILT_IN) <= set(names("commit"))
+
+
+# (messages, forces) of a fault-free commit and of an abort (participant 1 votes no), n sites
+COSTS = {
+    "2pc": lambda n: ((4 * n, 2 * n + 1), (4 * n, 2 * n)),
+    "presumed_abort": lambda n: ((4 * n, 2 * n + 1), (3 * n, n - 1)),
+    "presumed_commit": lambda n: ((3 * n, n + 2), (4 * n, 2 * n + 1)),
+    "3pc": lambda n: ((5 * n, 3 * n + 2), (3 * n, 2 * n)),
+    "group_commit": lambda n: ((4 * n, 2 * n + 1), (3 * n, n - 1)),
+}
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_fault_free_messages_and_forces(name, n):
+    commit = one_run(name, n)
+    abort = one_run(name, n, votes={(1, 0): False})
+    assert commit.outcome(COORDINATOR, 0) == COMMIT
+    assert all(commit.outcome(p, 0) == COMMIT for p in range(1, n + 1))
+    assert abort.outcome(COORDINATOR, 0) == ABORT
+    assert not commit.violations() and not abort.violations()
+    want_commit, want_abort = COSTS[name](n)
+    assert (commit.messages, sum(commit.log_forces)) == want_commit
+    assert (abort.messages, sum(abort.log_forces)) == want_abort
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_fault_matrix_holds_every_promise(name):
+    rows = fault_matrix([name], participants=3, seeds=range(3))
+    broken = [(r.crashed, r.step, r.drop, r.seed, r.violations) for r in rows if r.violations]
+    assert not broken, broken[:3]
+    restarted = [r for r in rows if r.restart and r.crashed != "none"]
+    assert len(restarted) >= 40  # every step of both sites, two kinds of links, three seeds
+    assert {r.outcome for r in restarted} >= {COMMIT, ABORT}  # crashes do change outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_fault_matrix_over_many_seeds_and_five_participants(name):
+    rows = fault_matrix([name], participants=5, seeds=range(25))
+    assert not [r for r in rows if r.violations]
+
+
+def test_two_phase_protocols_block_where_three_phase_commit_terminates():
+    summary = {s.protocol: s for s in summarize(fault_matrix(BUILT_IN, seeds=range(1)))}
+    for name in ("2pc", "presumed_abort", "presumed_commit", "group_commit"):
+        assert summary[name].blocked_runs >= 3, name
+    assert summary["3pc"].blocked_runs == 0
+    # the window: crash for good right after deciding commit, before telling anyone
+    for name in ("2pc", "3pc"):
+        steps = one_run(name).messages  # a step count large enough to pass the votes
+        blocked = []
+        for step in range(1, steps + 1):
+            r = one_run(name, crash=Crash(COORDINATOR, step, None))
+            blocked.append(len(r.blocked(0)))
+            assert not r.violations(everyone_recovers=False)
+        assert (max(blocked) == 3) if name == "2pc" else (max(blocked) == 0)
+
+
+def test_a_partition_delays_but_does_not_split_the_decision():
+    cut = [Partition(4, 80, frozenset({COORDINATOR}))]  # the coordinator cut off for a while
+    for name in BUILT_IN:
+        for seed in range(5):
+            r = one_run(name, seed=seed, partitions=cut)
+            assert not r.violations(), (name, seed)
+            assert all(r.outcome(s, 0) is not None for s in range(4)), (name, seed)
+
+
+# -- broken protocols: the checks must catch them -------------------------------------------------
+class DecidesBeforeAllVotes(TwoPhaseCommit):
+    """Commits on the first YES."""
+
+    def coordinator_receive(self, c, m):
+        if m.kind == "yes" and c.decided(m.txn) is None and m.txn in c.state:
+            self.decide_at_coordinator(c, m.txn, COMMIT)
+            return
+        super().coordinator_receive(c, m)
+
+
+class ForgetsToForcePrepared(TwoPhaseCommit):
+    """Votes YES with its PREPARED record still in memory."""
+
+    def participant_receive(self, p, m):
+        if m.kind == "prepare" and p.decided(m.txn) is None and p.state.get(m.txn) is None \
+                and p.vote(m.txn):
+            p.log(PREPARED, m.txn)  # not forced
+            p.state[m.txn] = PREPARED
+            p.send(m.src, "yes", m.txn)
+            p.set_timer(m.txn, "outcome")
+            return
+        super().participant_receive(p, m)
+
+    def recover(self, s):
+        if s.id != COORDINATOR:  # no PREPARED in the log: "I never voted", so abort alone
+            for txn in self.logged_txns(s):
+                if self.last_record(s, txn, (COMMIT, ABORT)) is None:
+                    s.decide(txn, ABORT)
+        super().recover(s)
+
+
+class ForgetsToForceCommit(TwoPhaseCommit):
+    """Tells the client and the participants before its COMMIT record is stable."""
+
+    def decide_at_coordinator(self, c, txn, outcome):
+        if outcome == COMMIT:
+            c.log(COMMIT, txn)  # not forced: a crash now forgets the decision it already sent
+            c.decide(txn, COMMIT)
+            self.send_outcome(c, txn, COMMIT, c.participants)
+            c.set_timer(txn, "acks")
+            return
+        super().decide_at_coordinator(c, txn, outcome)
+
+
+@pytest.mark.parametrize("broken", [DecidesBeforeAllVotes, ForgetsToForcePrepared,
+                                    ForgetsToForceCommit])
+def test_the_matrix_catches_a_broken_protocol(broken):
+    rows = fault_matrix([broken], seeds=range(3))
+    with_no_vote = one_run(broken, votes={(2, 0): False})
+    assert [r for r in rows if r.violations] or with_no_vote.violations()
+
+
+def test_a_seed_replays_exactly_and_seeds_differ():
+    def run(seed):
+        return one_run("3pc", seed=seed, drop=0.3, duplicate=0.2, crash=Crash(0, 5, 25),
+                       trace=True).trace
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_group_commit_shares_log_forces_under_load():
+    txns = 24
+    grouped = one_run("group_commit", txns=txns, start_every=0.5)
+    single = one_run("presumed_abort", txns=txns, start_every=0.5)
+    assert not grouped.violations() and not single.violations()
+    assert all(grouped.outcome(COORDINATOR, t) == COMMIT for t in range(txns))
+    assert single.log_forces[COORDINATOR] == txns
+    assert grouped.log_forces[COORDINATOR] <= txns / 3  # batches of up to 4
+
+
+def test_a_protocol_registered_under_a_new_name_runs_in_the_matrix():
+    @register("commit", "test_students_2pc")
+    class Students2PC(TwoPhaseCommit):
+        name = "test_students_2pc"
+
+    assert "test_students_2pc" in names("commit")
+    rows = fault_matrix(["test_students_2pc"], seeds=range(1))
+    assert rows and not [r for r in rows if r.violations]
