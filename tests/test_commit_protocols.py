@@ -19,7 +19,7 @@ import pytest
 
 from minidb.plugins import names, register
 from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR
-from minidb.txn.commit.matrix import fault_matrix, one_run, summarize
+from minidb.txn.commit.matrix import fault_matrix, one_run, protocol, summarize
 from minidb.txn.commit.simnet import Crash, Partition
 from minidb.txn.commit.two_pc import PREPARED, TwoPhaseCommit
 
@@ -176,3 +176,44 @@ def test_a_protocol_registered_under_a_new_name_runs_in_the_matrix():
     assert "test_students_2pc" in names("commit")
     rows = fault_matrix(["test_students_2pc"], seeds=range(1))
     assert rows and not [r for r in rows if r.violations]
+
+
+# -- the same protocols with every site a Ray actor --------------------------------------------
+def _same_run(a, b) -> None:
+    assert a.decisions == b.decisions
+    assert (a.messages, a.log_forces, a.up) == (b.messages, b.log_forces, b.up)
+    assert a.voted == b.voted and a.lost_work == b.lost_work
+
+
+@pytest.mark.ray
+def test_on_ray_actors_a_seed_gives_the_simulated_run(ray_session, tmp_path):
+    from minidb.txn.commit.raynet import RayNetwork
+    from minidb.txn.commit.simnet import SimulatedNetwork
+
+    for i, (name, crash) in enumerate([("2pc", None), ("3pc", Crash(COORDINATOR, 5, 20)),
+                                       ("presumed_abort", Crash(2, 2, 20))]):
+        kw = dict(participants=3, seed=11, drop=0.2, duplicate=0.1,
+                  crashes=[crash] if crash else [])
+        simulated = SimulatedNetwork(protocol(name), **kw).run()
+        net = RayNetwork(protocol(name), directory=tmp_path / str(i), **kw)
+        try:
+            on_ray = net.run()
+        finally:
+            net.close()
+        _same_run(on_ray, simulated)
+        assert not on_ray.violations()
+        if crash is not None:  # the crashed site restarted as another process, from its file
+            assert len(net.sites[crash.site].pids) == 2
+            assert (tmp_path / str(i) / f"site-{crash.site}.log").stat().st_size > 0
+
+
+@pytest.mark.ray
+def test_a_students_protocol_runs_on_ray_actors(ray_session, tmp_path):
+    from minidb.txn.commit.raynet import RayNetwork
+
+    net = RayNetwork(ForgetsToForcePrepared(), crashes=[Crash(1, 3, 20)], directory=tmp_path)
+    try:
+        result = net.run()
+    finally:
+        net.close()
+    assert result.violations()  # its unforced vote died with the process

@@ -2,6 +2,8 @@
 
 * ``base``: the ``CommitProtocol`` base class (four handlers) and the messages.
 * ``simnet``: the seeded simulated network (delay, drop, duplicate, partition, crash).
+* ``raynet``: the same network with every site a Ray actor whose log is a file; a crash kills
+  the process. One seed gives the same run on both.
 * ``two_pc``, ``presumed_abort``, ``presumed_commit``, ``three_pc``, ``group_commit``: the
   built-in protocols, one file each.
 * ``matrix``: the fault matrix every protocol is checked over.

@@ -255,7 +255,7 @@ class SimulatedNetwork:
     def _handle(self, kind: str, payload: tuple) -> None:
         if kind == "start":
             (txn,) = payload
-            self._run_at(self.sites[COORDINATOR], lambda s: self.protocol.start(s, txn))
+            self._run_at(self.sites[COORDINATOR], ("start", txn))
         elif kind == "deliver":
             (m,) = payload
             site = self.sites[m.dst]
@@ -263,30 +263,36 @@ class SimulatedNetwork:
                 self._trace("lost", m.src, m.dst, m.kind, m.txn, why="site down")
                 return
             self._trace("deliver", m.src, m.dst, m.kind, m.txn)
-            self._run_at(site, lambda s: self.protocol.receive(s, m))
+            self._run_at(site, ("receive", m))
         elif kind == "timer":
             site_id, incarnation, txn, tag = payload
             site = self.sites[site_id]
             if site.up and site.incarnation == incarnation:
-                self._run_at(site, lambda s: self.protocol.timeout(s, txn, tag))
+                self._run_at(site, ("timeout", txn, tag))
         elif kind == "restart":
             (site_id,) = payload
-            site = self.sites[site_id]
-            site._restart()
+            self._restart(site_id)
             self._trace("restart", site_id, None, "", -1)
-            self._run_at(site, self.protocol.recover)
+            self._run_at(self.sites[site_id], ("recover",))
 
-    def _run_at(self, site: Site, handler) -> None:
+    def _restart(self, site_id: int) -> None:
+        self.sites[site_id]._restart()
+
+    def _run_at(self, site: Site, event: tuple) -> None:
+        """Run one handler of the protocol at ``site``; a crash on the way takes the site down."""
         if not site.up:
             return
         try:
-            handler(site)
+            dispatch(self.protocol, site, event)
         except SiteCrashed:
             site._crash()
-            self._trace("crash", site.id, None, "", -1, step=site.steps)
-            after = self.crashes[site.id].restart_after
-            if after is not None:
-                self._schedule(self.now + after, "restart", (site.id,))
+            self._crashed(site.id, site.steps)
+
+    def _crashed(self, site_id: int, steps: int) -> None:
+        self._trace("crash", site_id, None, "", -1, step=steps)
+        after = self.crashes[site_id].restart_after
+        if after is not None:
+            self._schedule(self.now + after, "restart", (site_id,))
 
     def _transmit(self, m: Message) -> None:
         self.messages += 1
@@ -305,3 +311,19 @@ class SimulatedNetwork:
         if self._keep_trace:
             self.trace.append({"time": self.now, "event": event, "src": src, "dst": dst,
                                "kind": kind, "txn": txn, **extra})
+
+
+def dispatch(protocol: CommitProtocol, site: Site, event: tuple) -> None:
+    """Call the protocol's handler for ``event``: ("start", txn), ("receive", message),
+    ("timeout", txn, tag) or ("recover",)."""
+    kind = event[0]
+    if kind == "start":
+        protocol.start(site, event[1])
+    elif kind == "receive":
+        protocol.receive(site, event[1])
+    elif kind == "timeout":
+        protocol.timeout(site, event[1], event[2])
+    elif kind == "recover":
+        protocol.recover(site)
+    else:
+        raise ValueError(f"unknown event {event!r}")
