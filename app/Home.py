@@ -22,7 +22,9 @@ st.markdown(
     "- **Findings**: each paper's headline claims, checked on the stored rows.\n"
     "- **LH star**, **Joins**, **Volcano tuning**: one paper's story page by page (the LH* "
     "file, the join algorithms and memory, Volcano's tuning steps with the counters behind "
-    "each time)."
+    "each time).\n"
+    "- **Commit protocols**: one commit as a message-sequence diagram, under the crashes and "
+    "losses you choose (2PC blocks where 3PC terminates)."
 )
 
 path = ui.store_path()

@@ -1,7 +1,7 @@
 """Run the minidb / DuckDB benchmarks and print one table of ratios, with the environment.
 
 Run:  .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--repeat 3] [--skip-load]
-                                                [--skip-parallel] [--no-ray]
+                                                [--skip-parallel] [--no-ray] [--skip-commit]
 
 The measurements are those of ``bench_vs_duckdb.py`` (minidb on one node against DuckDB on one
 thread, best of ``repeat`` runs each); this script only adds what a reader needs to compare two
@@ -16,7 +16,11 @@ statement on 8 nodes, inline and on Ray (``--skip-parallel`` leaves them out,
 ``--no-ray`` only Ray). Then ``bench_lhstar.py``'s tables: LH* operations per second inline and
 on Ray, messages per 10^6 operations, load factors (``--skip-lhstar`` leaves them out). Then
 ``bench_sort.py``'s tables: the Volcano sort on one process against DuckDB and numpy, and on 1-8
-processes with its exchange MB/s (``--skip-sort`` leaves them out). Wall
+processes with its exchange MB/s (``--skip-sort`` leaves them out). Last, ``bench_commit.py``'s
+tables: messages and log forces per commit of every commit protocol on the simulated network,
+group commit against presumed abort under load, and the real engine's statements per second and
+log forces per statement with and without a log, on one node and with two-phase commit on 1, 2
+and 4 inline nodes (``--skip-commit`` leaves them out). Wall
 times on a shared machine vary from run to run; compare ratios measured in the same run.
 """
 
@@ -33,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_commit as commit  # noqa: E402
 import bench_exchange as exchange  # noqa: E402
 import bench_lhstar as lhstar  # noqa: E402
 import bench_sort as sort  # noqa: E402
@@ -77,6 +82,8 @@ def main() -> None:
     parser.add_argument("--skip-lhstar", action="store_true", help="leave out the LH* tables")
     parser.add_argument("--skip-sort", action="store_true",
                         help="leave out the Volcano sort tables (bench_sort.py)")
+    parser.add_argument("--skip-commit", action="store_true",
+                        help="leave out the commit tables (bench_commit.py)")
     args = parser.parse_args()
 
     env = environment()
@@ -108,6 +115,9 @@ def main() -> None:
     if not args.skip_sort:
         print()
         sort.report([args.rows], [1, 2, 4, 8], repeat=1, ray=not args.no_ray)
+    if not args.skip_commit:
+        print()
+        commit.report()
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ long as a node may ask.
 
 Counted (``TwoPhaseCounters``): messages (a request and its answer are two), coordinator log forces.
 Per committed statement over N nodes: 4N messages and one coordinator force, plus each node's
-two forces (prepare, commit).
+two forces (prepare, commit); the undo log's forces of before-images come on top
+(``benchmarks/bench_commit.py`` measures both).
 
 Simplified: the statement's own phases are the work phase; a node that never answers makes the
 request fail after the scheduler's timeout, which aborts. Three-phase commit, presumed commit and

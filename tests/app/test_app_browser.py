@@ -243,7 +243,8 @@ def _chart_pages(every_reference: bool) -> list[tuple[str, str]]:
     """(screenshot name, URL path) of the pages with charts: each page's default, then the
     Published vs reproduced page for each experiment's first table or figure (or for all)."""
     targets = [("published-default", "Published_vs_reproduced"),
-               ("compare-default", "Compare_runs")]
+               ("compare-default", "Compare_runs"),
+               ("commit-default", "Commit_protocols")]
     for exp in experiments():
         for reference in exp.references if every_reference else exp.references[:1]:
             if (exp.name, reference) == ("gamma.selection", "Table 1") and not every_reference:
