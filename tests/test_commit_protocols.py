@@ -1,7 +1,7 @@
 """Commit protocols (``minidb.txn.commit``) on the seeded simulated network.
 
 * Fault-free costs: messages and log forces per commit and per abort, as each protocol's
-  definition says (FACTS.md, Commit protocols), for 3 and 5 participants.
+  definition says (docs/facts.md, "Commit protocols"), for 3 and 5 participants.
 * The fault matrix: every built-in protocol, crashed at every step of the coordinator and of a
   participant, over reliable and lossy (drop + duplicate) links, several seeds: no run breaks a
   promise (atomicity, no commit without every yes, no lost commit).

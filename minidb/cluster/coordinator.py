@@ -579,7 +579,7 @@ class ParallelDatabase:
         for name in self.host.tables():
             self.host.drop_table(name)
         self.schemes.clear()
-        self._reopen(self._stored_catalog(self.num_nodes))
+        self._reopen(self._stored_catalog(self.num_nodes), save=False)  # nothing to commit
 
     def _release_directory(self) -> None:
         if self.two_phase is not None:
@@ -587,7 +587,7 @@ class ParallelDatabase:
         if self._lock is not None:
             self._lock.release()
 
-    def _reopen(self, stored: dict | None) -> None:
+    def _reopen(self, stored: dict | None, save: bool = True) -> None:
         """Bring the host's copies and the schemes back from ``stored``; make the nodes agree."""
         entries = [] if stored is None else stored.get("tables", [])
         known = {e["name"].lower() for e in entries}
@@ -619,7 +619,8 @@ class ParallelDatabase:
                                   f"is damaged ({type(exc).__name__}: {exc})") from None
             self.host.catalog.add(shadow)
             self.schemes[shadow.name.lower()] = p
-        self._save()
+        if save:  # what opening settled (fragments no entry names dropped) is committed
+            self._save()
         self._take_counters("reopen")
 
     # -- life cycle -----------------------------------------------------------------------------

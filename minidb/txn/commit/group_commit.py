@@ -1,4 +1,4 @@
-"""Group commit (Helland, Sammer, Lyon, Carr, Garrett and Reuter, Tandem, 1987; FACTS.md).
+"""Group commit (Helland, Sammer, Lyon, Carr, Garrett and Reuter, Tandem, 1988).
 
 Presumed abort, except that the coordinator does not force each COMMIT record on its own. It
 appends it and waits: when ``batch`` decisions are waiting, or ``wait`` time units after the first

@@ -1,4 +1,4 @@
-"""Three-phase commit with its termination protocol (Skeen, 1981), as FACTS.md sums it up.
+"""Three-phase commit with its termination protocol (Skeen, 1981; docs/facts.md).
 
 Between "everyone voted yes" and "commit" sits a PRE-COMMIT round: the coordinator forces
 PRECOMMIT and sends it; a participant forces PRECOMMITTED and acknowledges; with every

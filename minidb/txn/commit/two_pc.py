@@ -1,4 +1,4 @@
-"""Two-phase commit, as Gray described it (1978) and FACTS.md sums it up.
+"""Two-phase commit, as Gray described it (1978; docs/facts.md, "Commit protocols").
 
 Coordinator: send PREPARE to every participant; a NO or a silence past the timeout is an abort;
 all YES: force COMMIT, tell the client, send COMMIT; when every participant has acknowledged,

@@ -1,0 +1,86 @@
+"""Lab 5 (labs/lab5_commit): the notebook runs top to bottom, its two files agree, the graded
+file's solution blocks are marked and strip to a stub, and the lab still runs on that stub.
+
+Needs the ``labs`` extra (jupytext, nbclient, nbformat, ipykernel, matplotlib).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lab_notebooks import assert_in_sync, run_notebook
+
+from autograder.markers import find_blocks, has_marker_text, strip_solutions
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "labs" / "lab5_commit"
+SCRIPT = LAB / "lab5_commit.py"
+NOTEBOOK = LAB / "lab5_commit.ipynb"
+GRADED = LAB / "commit.py"
+
+
+def test_script_and_notebook_in_sync():
+    assert_in_sync(SCRIPT, NOTEBOOK)
+
+
+def test_solution_blocks_sit_in_the_graded_file_only_and_strip_to_a_stub():
+    source = GRADED.read_text(encoding="utf-8")
+    blocks = find_blocks(source, str(GRADED))
+    assert len(blocks) == 5 and all(b.hint and "Lab 5" in b.hint for b in blocks)
+    assert find_blocks(SCRIPT.read_text(encoding="utf-8"), str(SCRIPT)) == []
+    assert not has_marker_text(NOTEBOOK.read_text(encoding="utf-8"))
+    stripped, count = strip_solutions(source, str(GRADED))
+    assert count == 5 and not has_marker_text(stripped) and "NotImplementedYet" in stripped
+    ast.parse(stripped)
+
+
+def test_notebook_runs(tmp_path, monkeypatch):
+    """Execute the stored notebook at a small scale; any cell error fails the test."""
+    ran = run_notebook(NOTEBOOK, "0.2", tmp_path, monkeypatch)
+    text = ran.text
+    # Part A: killed before the commit point -> undone; after it -> redone; recovery re-run
+    assert text.count("the process was killed by SIGKILL") == 7
+    assert "t equals DuckDB's table before the UPDATE: True" in text
+    assert "recovery: redone" in text and "t equals DuckDB's table after the UPDATE: True" in text
+    assert "t equals DuckDB's table after the UPDATE, without the DELETE: True" in text
+    # Part B: a node fails, every node undoes; the process killed before and after the decision
+    assert "statements each node undid: [1, 1, 1]" in text
+    assert "the same UPDATE again: {'commits': 1, 'messages': 12, 'log_forces': 1}" in text
+    assert "t equals DuckDB's table without the second UPDATE: True" in text
+    assert "t equals DuckDB's table with the second UPDATE: True" in text
+    assert "coordinator: 1 COMMIT" in text
+    # Parts C and D: the costs, the blocking of 2PC, 3PC's termination, the broken rules
+    assert "             2pc |               12      7             1 |              12      6" in text
+    assert "t=   5  coordinator 0    log COMMIT (forced)" in text
+    assert "in doubt at the end: [1, 2, 3]" in text
+    assert "t=  33  participant 1    DECIDES COMMIT" in text
+    assert "tells_first: 10 of 108 runs broke a promise" in text
+    assert "unforced_vote: 7 of 81 runs broke a promise" in text
+    # Part E: the lab's own commit.py goes through the fault matrix unharmed
+    assert " student_2pc    81          0            6          12      7         12      6" in text
+    assert "your protocol: 0 of 81 runs broke a promise" in text
+    assert ran.images >= 4, f"expected the lab's plots, got {ran.images} images"
+    print(f"lab5 notebook ran in {ran.seconds:.1f} s")
+
+
+def test_the_lab_runs_on_the_stubbed_commit_py(tmp_path):
+    """What a student opens first: commit.py stripped to its stubs. Every part but the
+    assignment runs, and the assignment cell says what is missing instead of failing."""
+    lab = tmp_path / "lab5_commit"
+    lab.mkdir()
+    for name in ("lab5_commit.py", "helpers.py"):
+        shutil.copy(LAB / name, lab / name)
+    stripped, _ = strip_solutions(GRADED.read_text(encoding="utf-8"), str(GRADED))
+    (lab / "commit.py").write_text(stripped, encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg", "MINIDB_LAB_SCALE": "0.2",
+           "MPLCONFIGDIR": str(tmp_path / "mpl"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "lab5_commit.py"], cwd=lab, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "not written yet: Lab 5" in done.stdout
+    assert "tells_first: 10 of 108 runs broke a promise" in done.stdout
