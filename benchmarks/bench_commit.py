@@ -10,13 +10,14 @@ One run prints, side by side:
    registered commit protocol, the messages and log forces of one committed transaction at 1 to
    ``--participants`` participants (counts, the same on any machine). Then a load: ``--load-txns``
    transactions over 3 participants, one started every 0.5 time units, under group commit and
-   under presumed abort (group commit is presumed abort with the coordinator's COMMIT records
-   forced a group at a time). Per protocol: commits per simulated time unit, the mean time from
-   start to "committed" (group commit's wait), messages and forces per commit, the coordinator's
-   forces per commit, and group commit's forces over presumed abort's. The simulated network
-   prices a force at zero time, so the commit rate is the rate transactions are started at, for
-   both; what group commit saves is the log's work. The last column says what that is worth: the
-   commits per time unit a coordinator log able to do one force per time unit could carry.
+   under presumed abort (group commit is presumed abort with every site's forces made a group at
+   a time). Per protocol: commits, commits per simulated time unit, the mean time from start to
+   "committed" (group commit's wait), messages and forces per commit, the coordinator's forces
+   per commit, and group commit over presumed abort. The load runs twice: with a force that
+   takes no simulated time (both commit as fast as transactions start; group commit saves log
+   work only), and with a force of ``FORCE_TIME`` units on each site's one log device, where
+   presumed abort's participants fall behind, its coordinator aborts what times out, and group
+   commit's saving becomes commits.
 2. **The real engine** (``minidb.connect``), wall clock: a small UPDATE (one row of a
    ``--rows``-tuple Wisconsin table) run ``--statements`` times, as statements per second and log
    forces (``fsync``) per statement. On one node with its pages in a temporary directory (no log)
@@ -56,6 +57,7 @@ from minidb.txn.commit.matrix import one_run
 
 #: the load: one transaction every START_EVERY simulated time units, over LOAD_PARTICIPANTS
 START_EVERY = 0.5
+FORCE_TIME = 0.4  # the second load run: a force takes this long on a site's one log device
 LOAD_PARTICIPANTS = 3
 LOAD_PROTOCOLS = ("presumed_abort", "group_commit")
 UPDATE = "UPDATE t SET ten = ten + 1 WHERE unique1 = {key}"
@@ -85,6 +87,7 @@ class LoadRun:
     """Many transactions started one every ``START_EVERY`` units."""
 
     protocol: str
+    force_time: float
     txns: int
     commits: int
     span: float  # simulated time from the first start to the last "committed"
@@ -106,11 +109,11 @@ class LoadRun:
         return self.coordinator_forces / self.commits
 
 
-def _check(label: str, run, txns: int) -> None:
+def _check(label: str, run, txns: int, every_one_commits: bool = True) -> None:
     broken = run.violations()
     if broken:
         raise BrokenCommit(f"{label}: {broken[0]}")
-    for txn in range(txns):
+    for txn in range(txns if every_one_commits else 0):
         for site in range(run.participants + 1):
             if run.outcome(site, txn) != COMMIT:
                 raise BrokenCommit(f"{label}: site {site} did not commit transaction {txn} in a "
@@ -129,12 +132,15 @@ def commit_costs(protocols: Sequence[str], most: int) -> list[CommitCost]:
     return out
 
 
-def load_run(name: str, txns: int, participants: int = LOAD_PARTICIPANTS) -> LoadRun:
-    run = one_run(name, participants, txns=txns, start_every=START_EVERY)
-    _check(f"{name} under load", run, txns)
+def load_run(name: str, txns: int, participants: int = LOAD_PARTICIPANTS,
+             force_time: float = 0.0) -> LoadRun:
+    """Many transactions of ``name``; with ``force_time`` a force takes time, and a protocol whose
+    logs cannot keep up loses transactions to the coordinator's vote timeout (they abort)."""
+    run = one_run(name, participants, txns=txns, start_every=START_EVERY, force_time=force_time)
+    _check(f"{name} under load", run, txns, every_one_commits=not force_time)
     told = {t: time for time, site, t, o in run.decisions if site == COORDINATOR and o == COMMIT}
     latency = sum(told[t] - t * START_EVERY for t in told) / len(told)
-    return LoadRun(name, txns, len(told), max(told.values()), latency, run.messages,
+    return LoadRun(name, force_time, txns, len(told), max(told.values()), latency, run.messages,
                    sum(run.log_forces), run.log_forces[COORDINATOR])
 
 
@@ -152,24 +158,26 @@ def print_simulated(costs: list[CommitCost], loads: list[LoadRun]) -> None:
         print()
     print(f"load: {loads[0].txns} transactions over {LOAD_PARTICIPANTS} participants, one started "
           f"every {START_EVERY} simulated time units")
-    print(f"{'protocol':<{width}}{'commits':>8}{'commits/unit':>14}{'latency':>9}"
-          f"{'msgs/commit':>13}{'forces/commit':>15}{'coord forces/commit':>21}"
-          f"{'log-bound commits/unit':>24}")
+    print(f"{'protocol':<{width}}{'force time':>11}{'commits':>8}{'commits/unit':>14}"
+          f"{'latency':>9}{'msgs/commit':>13}{'forces/commit':>15}{'coord forces/commit':>21}")
     for r in loads:
-        print(f"{r.protocol:<{width}}{r.commits:>8}{r.commits_per_unit:>14.2f}"
-              f"{r.mean_latency:>9.2f}{r.messages / r.commits:>13.2f}"
-              f"{r.forces_per_commit:>15.3f}{r.coordinator_forces_per_commit:>21.3f}"
-              f"{1 / r.coordinator_forces_per_commit:>24.2f}")
-    by_name = {r.protocol: r for r in loads}
-    if set(LOAD_PROTOCOLS) <= set(by_name):
-        pa, gc = by_name["presumed_abort"], by_name["group_commit"]
-        print(f"group_commit / presumed_abort: forces per commit "
-              f"{gc.forces_per_commit / pa.forces_per_commit:.2f}x, the coordinator's "
-              f"{gc.coordinator_forces_per_commit / pa.coordinator_forces_per_commit:.2f}x, "
-              f"commits per unit {gc.commits_per_unit / pa.commits_per_unit:.2f}x, "
-              f"latency {gc.mean_latency / pa.mean_latency:.2f}x")
-    print("a force takes no simulated time: both commit as fast as transactions start; the last "
-          "column is the commit rate a coordinator log doing 1 force per time unit could carry.")
+        print(f"{r.protocol:<{width}}{r.force_time:>11.1f}{r.commits:>8}"
+              f"{r.commits_per_unit:>14.2f}{r.mean_latency:>9.2f}{r.messages / r.commits:>13.2f}"
+              f"{r.forces_per_commit:>15.3f}{r.coordinator_forces_per_commit:>21.3f}")
+    for force_time in dict.fromkeys(r.force_time for r in loads):
+        by_name = {r.protocol: r for r in loads if r.force_time == force_time}
+        if set(LOAD_PROTOCOLS) <= set(by_name):
+            pa, gc = by_name["presumed_abort"], by_name["group_commit"]
+            print(f"force time {force_time}: group_commit / presumed_abort: forces per commit "
+                  f"{gc.forces_per_commit / pa.forces_per_commit:.2f}x, the coordinator's "
+                  f"{gc.coordinator_forces_per_commit / pa.coordinator_forces_per_commit:.2f}x, "
+                  f"commits {gc.commits / pa.commits:.2f}x, commits per unit "
+                  f"{gc.commits_per_unit / pa.commits_per_unit:.2f}x, "
+                  f"latency {gc.mean_latency / pa.mean_latency:.2f}x")
+    print(f"with force time 0 both commit as fast as transactions start; with {FORCE_TIME} a "
+          "participant of presumed abort needs more log time per transaction than the gap between "
+          "transactions: it falls further behind with every one, and past the coordinator's vote "
+          "timeout transactions abort.")
 
 
 # -- the real engine -----------------------------------------------------------------------------
@@ -319,7 +327,8 @@ def report(participants: int = 8, load_txns: int = 400, statements: int = 200, r
     print()
     protocols = names("commit")
     costs = commit_costs(protocols, participants)
-    loads = [load_run(name, load_txns) for name in LOAD_PROTOCOLS]
+    loads = [load_run(name, load_txns, force_time=f) for f in (0.0, FORCE_TIME)
+             for name in LOAD_PROTOCOLS]
     print_simulated(costs, loads)
     print()
     runs = engine_runs(rows, statements, node_counts, where)

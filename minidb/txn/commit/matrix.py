@@ -53,10 +53,10 @@ def protocol(name_or_class: str | type[CommitProtocol] | CommitProtocol) -> Comm
 def one_run(proto, participants: int = 3, seed: int = 0, drop: float = 0.0,
             crash: Crash | None = None, votes: dict | None = None, txns: int = 1,
             start_every: float = 0.0, trace: bool = False, duplicate: float = 0.0,
-            partitions: list[Partition] | None = None) -> RunResult:
+            partitions: list[Partition] | None = None, force_time: float = 0.0) -> RunResult:
     net = SimulatedNetwork(protocol(proto), participants, seed=seed, drop=drop,
                            duplicate=duplicate, crashes=[crash] if crash else [], votes=votes,
-                           trace=trace, partitions=partitions)
+                           trace=trace, partitions=partitions, force_time=force_time)
     return net.run(txns=txns, start_every=start_every, until=UNTIL)
 
 

@@ -34,16 +34,18 @@ class _Port:
     """What a ``Site`` needs of its network, inside the actor: it writes the handler's effects
     down, in order, for the driver to carry out."""
 
-    def __init__(self, protocol: CommitProtocol, participants: int, votes: dict):
+    def __init__(self, protocol: CommitProtocol, participants: int, votes: dict,
+                 force_time: float = 0.0):
         self.protocol, self.participants, self.votes = protocol, participants, votes
+        self.force_time = force_time
         self.now = 0.0
         self.voted: set[tuple[int, int]] = set()
         self.lost_work: set[tuple[int, int]] = set()
         self.decisions: list = []
         self.effects: list[tuple] = []
 
-    def _transmit(self, m) -> None:
-        self.effects.append(("send", m))
+    def _transmit(self, m, at: float) -> None:
+        self.effects.append(("send", m, at - self.now))
 
     def _schedule(self, time: float, kind: str, payload: tuple) -> None:
         _, _, txn, tag = payload
@@ -82,8 +84,8 @@ class SiteActor:
     """One site in its own process (made a Ray actor by ``RayNetwork``)."""
 
     def __init__(self, protocol: CommitProtocol, site_id: int, participants: int, votes: dict,
-                 log_path: str, crash_at: int | None, voted: list):
-        self.port = _Port(protocol, participants, votes)
+                 log_path: str, crash_at: int | None, voted: list, force_time: float = 0.0):
+        self.port = _Port(protocol, participants, votes, force_time)
         self.port.voted = {tuple(v) for v in voted}
         self.site = DurableSite(self.port, site_id, log_path)
         self.site.crash_at = crash_at
@@ -92,13 +94,15 @@ class SiteActor:
         """Run one handler; return its effects in order, and whether the site crashed."""
         port, site = self.port, self.site
         port.now, port.effects, port.decisions = now, [], []
+        site.clock = now
         crashed = False
         try:
             dispatch(port.protocol, site, event)
         except SiteCrashed:
             crashed = True
             site._crash()  # works out whose work is lost; the driver then kills this process
-        return {"effects": port.effects, "decisions": [(s, t, o) for _, s, t, o in port.decisions],
+        return {"effects": port.effects,
+                "decisions": [(time - now, s, t, o) for time, s, t, o in port.decisions],
                 "voted": sorted(port.voted), "lost_work": sorted(port.lost_work),
                 "crashed": crashed, "steps": site.steps, "log_records": site.log_records,
                 "log_forces": site.log_forces, "pid": os.getpid()}
@@ -125,13 +129,14 @@ class RayNetwork(SimulatedNetwork):
                  drop: float = 0.0, duplicate: float = 0.0, delay: tuple[int, int] = (1, 3),
                  partitions: list[Partition] | None = None, crashes: list[Crash] | None = None,
                  votes: dict[tuple[int, int], bool] | None = None, trace: bool = False,
-                 directory: str | os.PathLike | None = None, call_timeout_s: float = 120.0):
+                 directory: str | os.PathLike | None = None, call_timeout_s: float = 120.0,
+                 force_time: float = 0.0):
         import ray
 
         from minidb.cluster.backends import ship_by_value
 
         super().__init__(protocol, participants, seed, drop, duplicate, delay, partitions,
-                         crashes, votes, trace)
+                         crashes, votes, trace, force_time)
         ship_by_value(type(protocol))  # a student's class travels by value
         self._ray = ray
         self._remote = ray.remote(num_cpus=0)(SiteActor)
@@ -147,7 +152,8 @@ class RayNetwork(SimulatedNetwork):
     def _start_actor(self, site: _SiteHandle, crash_at: int | None) -> None:
         voted = sorted(v for v in self.voted if v[0] == site.id)
         site.actor = self._remote.remote(self.protocol, site.id, self.participants, self.votes,
-                                         str(self._dir / f"site-{site.id}.log"), crash_at, voted)
+                                         str(self._dir / f"site-{site.id}.log"), crash_at, voted,
+                                         self.force_time)
         site.base = (site.steps, site.log_records, site.log_forces)
 
     def _restart(self, site_id: int) -> None:
@@ -170,12 +176,12 @@ class RayNetwork(SimulatedNetwork):
         site.pids = tuple(dict.fromkeys((*site.pids, reply["pid"])))
         self.voted |= {tuple(v) for v in reply["voted"]}
         self.lost_work |= {tuple(v) for v in reply["lost_work"]}
-        for s, t, o in reply["decisions"]:
-            self.decisions.append((self.now, s, t, o))
+        for after, s, t, o in reply["decisions"]:
+            self.decisions.append((self.now + after, s, t, o))
             self._trace("decide", s, None, o, t)
         for effect in reply["effects"]:
             if effect[0] == "send":
-                self._transmit(effect[1])
+                self._transmit(effect[1], self.now + effect[2])
             else:
                 _, delay, txn, tag = effect
                 self._schedule(self.now + delay, "timer", (site.id, site.incarnation, txn, tag))

@@ -2,7 +2,10 @@
 
 Discrete events in virtual time. A message takes 1 to 3 time units (uniform, from the seed); it
 can be dropped (probability ``drop``), delivered twice (``duplicate``), or lost because a
-partition separates the two sites at the moment it is sent. A site can be told to crash at its
+partition separates the two sites at the moment it is sent. A log force takes ``force_time``
+units (0 by default) on the site's one log device: what the handler does after a force happens
+that much later, and forces queue behind each other, so a protocol that forces less commits
+more per unit of time when the log is the bottleneck (group commit). A site can be told to crash at its
 k-th *step* (a step is one log write or one message sent: the site dies just before doing it) and
 to restart ``restart_after`` units later (None: it stays down). A crash loses the site's volatile
 state and every log record not covered by a force; the protocol's ``recover`` then runs on what
@@ -121,6 +124,8 @@ class Site:
         self.crash_at: int | None = None
         self.incarnation = 0
         self.log_records = self.log_forces = 0
+        self.clock = 0.0  # the site's time in a handler: past the network's after a force
+        self._log_free_at = 0.0  # when the log device finishes the forces queued on it
 
     @property
     def participants(self) -> list[int]:
@@ -128,7 +133,15 @@ class Site:
 
     @property
     def now(self) -> float:
-        return self.net.now
+        """The site's time: the network's, plus the forces this handler has waited for."""
+        return self.clock
+
+    def _wait_for_force(self) -> None:
+        """A force takes ``force_time`` on the site's one log device, after the ones before it."""
+        cost = getattr(self.net, "force_time", 0.0)
+        if cost:
+            self.clock = max(self.clock, self._log_free_at) + cost
+            self._log_free_at = self.clock
 
     # -- what a protocol may do -----------------------------------------------------------------
     def log(self, kind: str, txn: int, force: bool = False, **data) -> None:
@@ -139,6 +152,7 @@ class Site:
         if force:
             self._stable = len(self._log)
             self.log_forces += 1
+            self._wait_for_force()
         self.net._trace("log", self.id, None, kind, txn, forced=force)
 
     def force(self) -> None:
@@ -147,6 +161,7 @@ class Site:
         if self._stable < len(self._log):
             self._stable = len(self._log)
             self.log_forces += 1
+            self._wait_for_force()
             self.net._trace("force", self.id, None, "", -1)
 
     def stable_log(self) -> list[LogRecord]:
@@ -155,11 +170,11 @@ class Site:
 
     def send(self, to: int, kind: str, txn: int, **data) -> None:
         self._step()
-        self.net._transmit(Message(self.id, to, kind, txn, data))
+        self.net._transmit(Message(self.id, to, kind, txn, data), self.clock)
 
     def set_timer(self, txn: int, tag: str, delay: float | None = None) -> None:
         delay = self.net.protocol.timeout_after if delay is None else delay
-        self.net._schedule(self.net.now + delay, "timer", (self.id, self.incarnation, txn, tag))
+        self.net._schedule(self.clock + delay, "timer", (self.id, self.incarnation, txn, tag))
 
     def vote(self, txn: int) -> bool:
         """Whether this participant can commit ``txn`` (the workload decides). Asking is voting:
@@ -174,7 +189,7 @@ class Site:
         if self._decided.get(txn) == outcome:
             return  # told again (a duplicate message, a recovery): nothing new
         self._decided[txn] = outcome
-        self.net.decisions.append((self.net.now, self.id, txn, outcome))
+        self.net.decisions.append((self.clock, self.id, txn, outcome))
         self.net._trace("decide", self.id, None, outcome, txn)
 
     def decided(self, txn: int) -> str | None:
@@ -204,6 +219,7 @@ class Site:
 
     def _restart(self) -> None:
         self.up = True
+        self._log_free_at = 0.0
 
 
 class SimulatedNetwork:
@@ -212,8 +228,10 @@ class SimulatedNetwork:
     def __init__(self, protocol: CommitProtocol, participants: int = 3, seed: int = 0,
                  drop: float = 0.0, duplicate: float = 0.0, delay: tuple[int, int] = (1, 3),
                  partitions: list[Partition] | None = None, crashes: list[Crash] | None = None,
-                 votes: dict[tuple[int, int], bool] | None = None, trace: bool = False):
+                 votes: dict[tuple[int, int], bool] | None = None, trace: bool = False,
+                 force_time: float = 0.0):
         self.protocol, self.participants = protocol, participants
+        self.force_time = force_time
         self.rng = random.Random(seed)
         self.drop, self.duplicate, self.delay = drop, duplicate, delay
         self.partitions = partitions or []
@@ -282,6 +300,7 @@ class SimulatedNetwork:
         """Run one handler of the protocol at ``site``; a crash on the way takes the site down."""
         if not site.up:
             return
+        site.clock = self.now
         try:
             dispatch(self.protocol, site, event)
         except SiteCrashed:
@@ -294,18 +313,20 @@ class SimulatedNetwork:
         if after is not None:
             self._schedule(self.now + after, "restart", (site_id,))
 
-    def _transmit(self, m: Message) -> None:
+    def _transmit(self, m: Message, at: float | None = None) -> None:
+        """Send ``m`` at time ``at`` (the sender's clock; the network's now by default)."""
+        at = self.now if at is None else at
         self.messages += 1
-        if any(p.separates(m.src, m.dst, self.now) for p in self.partitions):
+        if any(p.separates(m.src, m.dst, at) for p in self.partitions):
             self._trace("lost", m.src, m.dst, m.kind, m.txn, why="partition")
             return
         if self.rng.random() < self.drop:
             self._trace("lost", m.src, m.dst, m.kind, m.txn, why="dropped")
             return
         self._trace("send", m.src, m.dst, m.kind, m.txn)
-        self._schedule(self.now + self.rng.randint(*self.delay), "deliver", (m,))
+        self._schedule(at + self.rng.randint(*self.delay), "deliver", (m,))
         if self.rng.random() < self.duplicate:
-            self._schedule(self.now + self.rng.randint(*self.delay), "deliver", (m,))
+            self._schedule(at + self.rng.randint(*self.delay), "deliver", (m,))
 
     def _trace(self, event: str, src: int, dst: int | None, kind: str, txn: int, **extra) -> None:
         if self._keep_trace:
