@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python benchmarks/bench_commit.py [--participants 8] [--load-txns 400]
                                                     [--statements 200] [--rows 2000]
-                                                    [--nodes 1,2,4] [--dir PATH] [--quick]
+                                                    [--nodes 1,2,4] [--dir PATH] [--no-ray] [--quick]
 
 One run prints, side by side:
 
@@ -18,7 +18,12 @@ One run prints, side by side:
    work only), and with a force of ``FORCE_TIME`` units on each site's one log device, where
    presumed abort's participants fall behind, its coordinator aborts what times out, and group
    commit's saving becomes commits.
-2. **The real engine** (``minidb.connect``), wall clock: a small UPDATE (one row of a
+2. **Transports**, wall clock: fault-free commits of every protocol, one at a time, at 1, 2, 4
+   and 8 participants, on the simulated network and on ``RayNetwork`` (``minidb.txn.commit.raynet``:
+   the same protocol objects, each site a Ray actor whose log is a file forced with ``fsync``;
+   ``--no-ray`` and ``--quick`` leave those out). What a message costs as an actor call and a
+   force as an ``fsync``, against a function call.
+3. **The real engine** (``minidb.connect``), wall clock: a small UPDATE (one row of a
    ``--rows``-tuple Wisconsin table) run ``--statements`` times, as statements per second and log
    forces (``fsync``) per statement. On one node with its pages in a temporary directory (no log)
    and with a data directory (the undo log, ``minidb.txn.undo``: before-images forced before the
@@ -53,11 +58,12 @@ import minidb
 from minidb.datagen import wisconsin
 from minidb.plugins import names
 from minidb.txn.commit.base import COMMIT, COORDINATOR
-from minidb.txn.commit.matrix import one_run
+from minidb.txn.commit.matrix import one_run, protocol
 
 #: the load: one transaction every START_EVERY simulated time units, over LOAD_PARTICIPANTS
 START_EVERY = 0.5
 FORCE_TIME = 0.4  # the second load run: a force takes this long on a site's one log device
+SIMULATED_MORE = 50  # simulated commits timed for each one timed on Ray
 LOAD_PARTICIPANTS = 3
 LOAD_PROTOCOLS = ("presumed_abort", "group_commit")
 UPDATE = "UPDATE t SET ten = ten + 1 WHERE unique1 = {key}"
@@ -317,8 +323,82 @@ def environment(where: str | None) -> dict[str, str]:
     }
 
 
+@dataclass
+class TransportRun:
+    """Fault-free commits of one protocol, one after another, on one transport."""
+
+    protocol: str
+    transport: str  # "simulated" or "ray"
+    participants: int
+    commits: int
+    wall_s: float
+
+    @property
+    def per_second(self) -> float:
+        return self.commits / self.wall_s
+
+
+def transport_runs(protocols: Sequence[str], participant_counts: Sequence[int],
+                   commits: int, ray: bool) -> list[TransportRun]:
+    """Wall-clock commits per second: the same protocol objects on the simulated network and,
+    with ``ray``, on ``RayNetwork`` (a Ray actor per site, its log a file forced with fsync).
+    Each run is one transaction; ``commits`` runs are timed per point (the actors are started
+    once per point and not timed)."""
+    from minidb.txn.commit.raynet import RayNetwork
+    from minidb.txn.commit.simnet import SimulatedNetwork
+
+    out = []
+    for name in protocols:
+        for n in participant_counts:
+            proto = protocol(name)
+            simulated = commits * SIMULATED_MORE  # microseconds each: time many more of them
+            start = time.perf_counter()
+            for i in range(simulated):
+                _check(f"{name} simulated", SimulatedNetwork(proto, n, seed=i).run(), 1)
+            out.append(TransportRun(name, "simulated", n, simulated, time.perf_counter() - start))
+            if not ray:
+                continue
+            with tempfile.TemporaryDirectory(prefix="minidb-bench-commit-") as folder:
+                nets = [RayNetwork(proto, n, seed=i, directory=Path(folder) / str(i))
+                        for i in range(commits)]
+                try:
+                    for net in nets:  # wait for every actor to start before the clock runs
+                        ray_ready(net)
+                    start = time.perf_counter()
+                    for net in nets:
+                        _check(f"{name} on Ray", net.run(), 1)
+                    out.append(TransportRun(name, "ray", n, commits, time.perf_counter() - start))
+                finally:
+                    for net in nets:
+                        net.close()
+    return out
+
+
+def ray_ready(net) -> None:
+    import ray
+
+    ray.get([site.actor.__ray_ready__.remote() for site in net.sites])
+
+
+def print_transports(runs: list[TransportRun]) -> None:
+    print("commits per second (wall clock), one transaction at a time, the same protocol objects:")
+    print(f"{'protocol':<18}{'participants':>13}{'simulated':>12}{'ray actors':>12}"
+          f"{'simulated / ray':>17}")
+    by = {(r.protocol, r.participants, r.transport): r for r in runs}
+    for (name, n, transport), r in by.items():
+        if transport != "simulated":
+            continue
+        on_ray = by.get((name, n, "ray"))
+        ray_text = f"{on_ray.per_second:>12.1f}" if on_ray else f"{'-':>12}"
+        ratio = f"{r.per_second / on_ray.per_second:>16.1f}x" if on_ray else f"{'-':>17}"
+        print(f"{name:<18}{n:>13}{r.per_second:>12.1f}{ray_text}{ratio}")
+    if not any(r.transport == "ray" for r in runs):
+        print("note: no Ray rows (--no-ray).")
+
+
 def report(participants: int = 8, load_txns: int = 400, statements: int = 200, rows: int = 2000,
-           node_counts: Sequence[int] = (1, 2, 4), where: str | None = None) -> dict:
+           node_counts: Sequence[int] = (1, 2, 4), where: str | None = None,
+           ray: bool = False, transport_commits: int = 10) -> dict:
     """Measure and print everything; return what was measured."""
     env = environment(where)
     width = len("load average (1 min), after") + 2
@@ -331,11 +411,28 @@ def report(participants: int = 8, load_txns: int = 400, statements: int = 200, r
              for name in LOAD_PROTOCOLS]
     print_simulated(costs, loads)
     print()
+    started = False
+    if ray:
+        import ray as ray_module
+
+        from minidb.cluster.backends import start_ray
+
+        if not ray_module.is_initialized():
+            start_ray(num_cpus=os.cpu_count() or 1)
+            started = True
+    try:
+        transports = transport_runs(protocols, [1, 2, 4, 8] if participants >= 8 else [1, 2],
+                                    transport_commits, ray)
+    finally:
+        if started:
+            ray_module.shutdown()
+    print_transports(transports)
+    print()
     runs = engine_runs(rows, statements, node_counts, where)
     print_engine(runs, rows)
     print()
     print(f"{'load average (1 min), after':<{width}}{os.getloadavg()[0]:.1f}")
-    return {"costs": costs, "loads": loads, "engine": runs}
+    return {"costs": costs, "loads": loads, "engine": runs, "transports": transports}
 
 
 def _counts(text: str, parser: argparse.ArgumentParser) -> list[int]:
@@ -360,6 +457,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--nodes", default="1,2,4", help="node counts of the parallel engine")
     parser.add_argument("--dir", default=None,
                         help="where the data directories go (default: the temporary directory)")
+    parser.add_argument("--no-ray", action="store_true",
+                        help="leave out the commits per second on Ray actors")
     parser.add_argument("--quick", action="store_true",
                         help=f"a few seconds: {', '.join(f'{k}={v}' for k, v in QUICK.items())}")
     args = parser.parse_args(argv)
@@ -370,7 +469,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name in ("participants", "load_txns", "statements", "rows"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    return report(args.participants, args.load_txns, args.statements, args.rows, nodes, args.dir)
+    return report(args.participants, args.load_txns, args.statements, args.rows, nodes, args.dir,
+                  ray=not args.no_ray and not args.quick)
 
 
 if __name__ == "__main__":

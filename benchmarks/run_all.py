@@ -117,7 +117,7 @@ def main() -> None:
         sort.report([args.rows], [1, 2, 4, 8], repeat=1, ray=not args.no_ray)
     if not args.skip_commit:
         print()
-        commit.report()
+        commit.report(ray=not args.no_ray)
 
 
 if __name__ == "__main__":

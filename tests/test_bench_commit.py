@@ -127,3 +127,11 @@ def test_when_forces_take_time_group_commit_commits_more(quick):
     assert gc.commits == gc.txns  # its logs keep up
     assert gc.commits_per_unit > pa.commits_per_unit  # presumed abort's logs fall behind
     assert gc.mean_latency < pa.mean_latency
+
+
+def test_the_transports_table_times_the_simulated_network(quick):
+    results, out = quick
+    simulated = [r for r in results["transports"] if r.transport == "simulated"]
+    assert {r.protocol for r in simulated} == set(names("commit"))
+    assert all(r.commits > 0 and r.per_second > 0 for r in simulated)
+    assert "note: no Ray rows (--no-ray)." in out  # --quick leaves Ray out
