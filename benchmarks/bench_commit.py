@@ -2,7 +2,8 @@
 
 Run:  .venv/bin/python benchmarks/bench_commit.py [--participants 8] [--load-txns 400]
                                                     [--statements 200] [--rows 2000]
-                                                    [--nodes 1,2,4] [--dir PATH] [--no-ray] [--quick]
+                                                    [--nodes 1,2,4] [--dir PATH] [--no-ray]
+                                                    [--quick]
 
 One run prints, side by side:
 
@@ -19,8 +20,9 @@ One run prints, side by side:
    presumed abort's participants fall behind, its coordinator aborts what times out, and group
    commit's saving becomes commits.
 2. **Transports**, wall clock: fault-free commits of every protocol, one at a time, at 1, 2, 4
-   and 8 participants, on the simulated network and, up to 4, on ``RayNetwork`` (``minidb.txn.commit.raynet``:
-   the same protocol objects, each site a Ray actor whose log is a file forced with ``fsync``;
+   and 8 participants, on the simulated network and, up to 4, on ``RayNetwork``
+   (``minidb.txn.commit.raynet``: the same protocol objects, each site a Ray actor whose log is a
+   file forced with ``fsync``;
    ``--no-ray`` and ``--quick`` leave those out). What a message costs as an actor call and a
    force as an ``fsync``, against a function call.
 3. **The real engine** (``minidb.connect``), wall clock: a small UPDATE (one row of a
