@@ -126,7 +126,8 @@ def test_reproduce_all_runs_every_paper_with_experiments(store, monkeypatch):
                             (paper, quick)) or [])
     out = CliRunner().invoke(main, ["reproduce", "--all", "--quick"])
     assert out.exit_code == 0, out.output
-    assert calls == [("gamma", True), ("tandem", True), ("volcano", True), ("lhstar", True)]
+    assert calls == [("gamma", True), ("tandem", True), ("volcano", True), ("lhstar", True),
+                     ("ingres", True)]
 
 
 @pytest.mark.parametrize("args", [["reproduce"], ["reproduce", "gamma", "--all"]])
@@ -154,11 +155,12 @@ def test_report_without_a_paper_prints_every_paper_and_a_total(store):
     _store_speedups(store, 7.2)
     out = CliRunner().invoke(main, ["report"])
     assert out.exit_code == 0, out.output
-    assert all(f"== {paper}:" in out.output for paper in ("gamma", "tandem", "volcano", "lhstar"))
+    assert all(f"== {paper}:" in out.output
+               for paper in ("gamma", "tandem", "volcano", "lhstar", "ingres"))
     assert "No run with the paper's configuration is stored: run `minidb reproduce gamma" \
         in out.output
     total = out.output.strip().splitlines()[-1]
-    assert total.startswith("total over 4 papers: ") and "findings:" in total
+    assert total.startswith("total over 5 papers: ") and "findings:" in total
 
 
 def test_strict_exits_1_only_when_a_finding_fails(store, tmp_path):

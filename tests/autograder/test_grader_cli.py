@@ -42,7 +42,7 @@ def test_grading_an_empty_submission(tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["grade", "lab9", "--submission", "{tmp}", "--results", "{tmp}/r.json"],
-     "autograder: error: unknown assignment 'lab9'; choose one of: lab1, lab2, lab3, lab4"),
+     "autograder: error: unknown assignment 'lab9'; choose one of: lab1, lab2, lab3, lab4, lab5"),
     (["grade", "lab1", "--submission", "{tmp}/nowhere", "--results", "{tmp}/r.json"],
      "autograder: error: submission directory {tmp}/nowhere does not exist"),
     (["grade", "lab1", "--results", "{tmp}/r.json"],
@@ -52,7 +52,7 @@ def test_grading_an_empty_submission(tmp_path):
     (["release", "--out", "{tmp}"], "autograder: error: {tmp} is not empty; choose an empty "
                                     "directory or pass --force to replace its contents"),
     (["package", "lab7", "--out", "{tmp}/b.zip"],
-     "autograder: error: unknown assignment 'lab7'; choose one of: lab1, lab2, lab3, lab4"),
+     "autograder: error: unknown assignment 'lab7'; choose one of: lab1, lab2, lab3, lab4, lab5"),
 ])
 def test_mistakes_are_one_line_and_status_2(tmp_path, args, message):
     (tmp_path / "something").write_text("x")
