@@ -237,3 +237,20 @@ def test_a_students_protocol_runs_on_ray_actors(ray_session, tmp_path):
     finally:
         net.close()
     assert result.violations()  # its unforced vote died with the process
+
+
+def test_the_experiment_reports_every_protocol_and_refuses_bad_parameters():
+    from minidb.experiments import get_experiment
+    from minidb.experiments.registry import ExperimentError
+
+    exp = get_experiment("ingres.commit_protocols")
+    rows = exp.run({"protocols": "2pc, 3pc", "seeds": 1})
+    table = {(r["row"], r["metric"]): r["value"] for r in rows}
+    assert table["2pc", "violations"] == table["3pc", "violations"] == 0
+    assert table["2pc", "blocked_runs"] > 0 and table["3pc", "blocked_runs"] == 0
+    assert (table["2pc", "commit_messages"], table["3pc", "commit_messages"]) == (12, 15)
+    for bad, says in (({"protocols": "nope"}, "unknown commit protocol 'nope'"),
+                      ({"protocols": ""}, "unknown commit protocol"),
+                      ({"participants": 1}, "at least 2"), ({"seeds": 0}, "at least 1")):
+        with pytest.raises(ExperimentError, match=says):
+            exp.run(bad)

@@ -21,6 +21,19 @@ METRICS = ("runs", "violations", "blocked_runs", "commit_messages", "commit_forc
            "abort_messages", "abort_forces")
 
 
+def _protocols(value) -> list[str]:
+    """``"all"``, a comma-separated string or a list of registered protocol names."""
+    known = names("commit")
+    if value == "all":
+        return known
+    chosen = [x.strip() for x in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [x for x in chosen if not isinstance(x, str) or x.lower() not in known]
+    if unknown or not chosen:
+        raise ExperimentError(f"{NAME}: unknown commit protocol {unknown[0] if unknown else ''!r}; "
+                              f"choose 'all' or some of: {', '.join(known)}")
+    return [x.lower() for x in chosen]
+
+
 @experiment(NAME, title="Commit protocols under injected faults (the fault matrix)",
             references=(),
             defaults={"protocols": "all", "participants": 3, "seeds": 5, "seed": 0,
@@ -29,7 +42,7 @@ METRICS = ("runs", "violations", "blocked_runs", "commit_messages", "commit_forc
 def commit_protocols(p: Params, progress: Progress) -> list[dict]:
     from minidb.txn.commit.matrix import fault_matrix, summarize
 
-    chosen = names("commit") if p["protocols"] == "all" else list(p["protocols"])
+    chosen = _protocols(p["protocols"])
     if not isinstance(p["participants"], int) or p["participants"] < 2:
         raise ExperimentError(f"{NAME}: participants must be a whole number of at least 2")
     if not isinstance(p["seeds"], int) or p["seeds"] < 1:

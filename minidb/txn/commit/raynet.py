@@ -123,7 +123,8 @@ class _SiteHandle:
 
 
 class RayNetwork(SimulatedNetwork):
-    """``SimulatedNetwork`` with each site a Ray actor (Ray must be started: ``start_ray``)."""
+    """``SimulatedNetwork`` with each site a Ray actor (Ray is started here if it does not run;
+    whoever started it stops it)."""
 
     def __init__(self, protocol: CommitProtocol, participants: int = 3, seed: int = 0,
                  drop: float = 0.0, duplicate: float = 0.0, delay: tuple[int, int] = (1, 3),
@@ -133,8 +134,10 @@ class RayNetwork(SimulatedNetwork):
                  force_time: float = 0.0):
         import ray
 
-        from minidb.cluster.backends import ship_by_value
+        from minidb.cluster.backends import ship_by_value, start_ray
 
+        if not ray.is_initialized():  # minidb's own start: local, no dashboard, quiet
+            start_ray()
         super().__init__(protocol, participants, seed, drop, duplicate, delay, partitions,
                          crashes, votes, trace, force_time)
         ship_by_value(type(protocol))  # a student's class travels by value
