@@ -221,13 +221,14 @@ class PluginFileError(MinidbError):
 
 
 #: kinds of plug-in an experiment of the explorer can take, and the parameter that selects it
-PLUGIN_PARAMETERS = {"partitioner": "partitioner", "buffer_policy": "buffer_policy"}
+PLUGIN_PARAMETERS = {"partitioner": "partitioner", "buffer_policy": "buffer_policy",
+                     "commit": "protocols"}
 #: where each plug-in loaded from a file came from: (kind, name) -> path
 LOADED_PLUGINS: dict[tuple[str, str], str] = {}
 
 
 def _registered() -> dict[tuple[str, str], Any]:
-    for kind in ("partitioner", "buffer_policy"):
+    for kind in PLUGIN_PARAMETERS:
         plugins.names(kind)  # imports the built-ins, so they never count as the file's
     return {(kind, name): cls for kind, known in plugins._REGISTRY.items()
             for name, cls in known.items()}
@@ -309,7 +310,8 @@ def plugin_origin(spec: str, kind: str = "partitioner") -> str | None:
 
 
 def takes_plugin(exp: Experiment) -> bool:
-    """Whether ``exp`` takes a partitioner or a buffer policy the Run page can offer."""
+    """Whether ``exp`` takes a partitioner, a buffer policy or a commit protocol the Run page
+    can offer."""
     return any(parameter in exp.defaults for parameter in PLUGIN_PARAMETERS.values())
 
 
@@ -333,6 +335,8 @@ def _choices(name: str) -> tuple | None:
         return BACKENDS
     if name == "addressing":
         return tuple(plugins.names("lhstar_addressing"))
+    if name == "protocols":  # ingres.commit_protocols: every protocol, or one
+        return ("all", *plugins.names("commit"))
     return None
 
 

@@ -181,3 +181,16 @@ def test_a_loaded_plugin_is_refused_on_ray(plugin_file, store_path):
     with pytest.raises(explorer.PluginFileError, match="inline backend"):
         explorer.run_configuration(exp, ResultsStore(store_path),
                                    {"partitioner": "student_modulo(unique1)", "backend": "ray"})
+
+
+def test_a_students_commit_protocol_from_a_file_runs_the_fault_matrix():
+    lab_file = Path(__file__).resolve().parents[2] / "labs" / "lab5_commit" / "commit.py"
+    loaded = explorer.load_plugin_file(lab_file)
+    assert ("commit", "student_2pc") in loaded
+    exp = get_experiment("ingres.commit_protocols")
+    assert explorer.takes_plugin(exp)
+    spec = {s.name: s for s in explorer.parameter_specs(exp)}["protocols"]
+    assert spec.widget == "select" and {"student_2pc", "all"} <= set(spec.options)
+    rows = exp.run({"protocols": "student_2pc", "seeds": 1})
+    table = {r["metric"]: r["value"] for r in rows}
+    assert table["violations"] == 0 and table["commit_messages"] == 12
