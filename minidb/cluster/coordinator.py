@@ -114,6 +114,7 @@ from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
+NO_PROPAGATION_HINT = "no_propagation"  # leave selections where written (the Teradata, §6.1)
 PLACEMENTS = ("local", "remote", "allnodes")  # where a join runs: disk, diskless or all nodes
 #: NonStop SQL's three parallel join strategies (Englert et al. 1989), as hint words
 JOIN_STRATEGIES = ("co_located", "broadcast", "repartition")
@@ -424,6 +425,7 @@ class ParallelDatabase:
         result_partition = None
         bit_filters = self.bit_filters
         strategy = None
+        propagate = True
         specs = []
         for h in (hint, comment):
             h, spec = _partition_hint(h or "")
@@ -432,10 +434,11 @@ class ParallelDatabase:
             placement = next((w for w in words if w in PLACEMENTS), placement)
             strategy = next((w for w in words if w in JOIN_STRATEGIES), strategy)
             bit_filters = bit_filters or BIT_FILTER_HINT in words
+            propagate = propagate and NO_PROPAGATION_HINT not in words
             specs.append(" ".join(w for w in words if w not in PLACEMENTS + JOIN_STRATEGIES
-                                  and w != BIT_FILTER_HINT) or None)
+                                  and w not in (BIT_FILTER_HINT, NO_PROPAGATION_HINT)) or None)
         hints = with_default_join(parse_hints(*specs), self.join)
-        statement = translate(body, self.host.catalog)
+        statement = translate(body, self.host.catalog, propagate=propagate)
         self._take_counters("start of statement")
         run = ParallelPlanner(self, hints, next(self._ids))
         run.placement, run.bit_filters, run.strategy = placement, bit_filters, strategy
@@ -473,8 +476,10 @@ class ParallelDatabase:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
         disk nodes, as Gamma's "retrieve into" runs (Sections 2.2 and 4), and so is a two-table
         join stored with ``partition=local`` that runs co-located or broadcast (NonStop SQL's
-        join benchmark); anything else (other joins, aggregates, ORDER BY, a partitioning that
-        must see the data first) is computed at the host and then dealt out."""
+        join benchmark), and so is any other join without aggregates, DISTINCT, ORDER BY or
+        LIMIT: its nodes send each result tuple to a store operator, as Gamma stores a join's
+        result (Section 2.2); anything else (aggregates, ORDER BY, a partitioning that must see
+        the data first) is computed at the host and then dealt out."""
         q = st.query
         plain = (isinstance(q, SelectQuery) and len(q.refs) == 1 and not q.aggregating and not q.order and q.limit is None
                  and q.visible == len(q.outputs) and not q.distinct)
@@ -488,6 +493,13 @@ class ParallelDatabase:
                           and q.visible == len(q.outputs) and not q.distinct)
         if local and two_table_join:
             stored = run.join_into_local(st.name, q)
+            if stored is not None:
+                return stored
+        plain_join = (isinstance(q, SelectQuery) and len(q.refs) >= 2 and not q.aggregating
+                      and not q.order and q.limit is None and q.visible == len(q.outputs)
+                      and not q.distinct)
+        if plain_join and not local:
+            stored = run.join_into(st.name, q, partition)
             if stored is not None:
                 return stored
         schema, records = run.select(q)

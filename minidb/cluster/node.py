@@ -69,7 +69,8 @@ COST_KIND = {
 WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
                "packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
                "bytes_short_circuited", "packets_received", "control_messages", "buffer_calls",
-               "operators_started", "tuples_inserted", "index_entries_changed")
+               "operators_started", "tuples_inserted", "index_entries_changed",
+               "tuples_spooled")
 EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "bytes_received",
                 "packets_delivered", "packets_to_host", "bytes_to_host", "messages_sent")
 
@@ -167,6 +168,7 @@ class Node:
                            buffer_policy=buffer_policy, data_dir=data_dir,
                            memory_pages=memory_pages, rid_fetch=rid_fetch, in_doubt=decisions)
         self.db.autocommit = data_dir is None  # a user's directory: the coordinator commits
+        self.db.ctx.node_id = node_id
         self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []
@@ -553,6 +555,7 @@ class Node:
                 if isinstance(op, JoinAlgorithm):  # each join declares what it is charged for
                     for kind, n in op.priced_work().items():
                         self._add_tuples(kind, n)
+                    self._work["tuples_spooled"] += int(op.stats.extra.get("tuples_spooled", 0))
                     for key, n in op.stats.extra.items():
                         self._work["join"][key] = self._work["join"].get(key, 0) + int(n)
                 elif op.kind in COST_KIND:

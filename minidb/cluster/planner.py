@@ -40,10 +40,10 @@ tuples it selected, NonStop SQL's plan for its 1% select-and-insert).
 
 Simplified, compared with Gamma: relations given as generator specs are generated at the host
 and routed like an Arrow source (the nodes do not generate their own slices); a plain
-``CREATE TABLE AS`` selection is pipelined into store operators on the disk nodes, but they
-write their fragment in a phase of their own after the selection ends (Gamma overlaps the two);
-a CREATE TABLE AS over a join, an aggregate or ORDER BY is gathered at the host and then dealt
-out; the host is the coordinator's own process, not a node. The two sides of a join are
+``CREATE TABLE AS`` selection or join is pipelined into store operators on the disk nodes, but
+they write their fragment in a phase of their own after the query ends (Gamma overlaps the
+two); a CREATE TABLE AS over an aggregate, DISTINCT or ORDER BY is gathered at the host and then
+dealt out; the host is the coordinator's own process, not a node. The two sides of a join are
 hashed by value (``minidb.hashing.hash_columns``), so keys of different types (int and float,
 char(5) and char(9)) meet on the same node.
 """
@@ -141,6 +141,7 @@ class ParallelPlanner:
         self.strategy: str | None = None  # a hinted join strategy (co_located, broadcast ...)
         self.scheduler = Scheduler(pdb)
         self._x = itertools.count()
+        self._into: _StoreJoin | None = None  # CREATE TABLE AS a join: where results go
 
     def join_algorithm(self, outer: bool = False):
         """The join plug-in class every join node runs (shipped in the plan, so a class defined
@@ -241,6 +242,59 @@ class ParallelPlanner:
         shadow._num_records = sum(d["records"] for d in done)
         pdb.schemes[name.lower()] = p
         return shadow._num_records
+
+    def join_into(self, name: str, q: SelectQuery, partition) -> int | None:
+        """``CREATE TABLE name AS`` a join: the join nodes send each result tuple through a
+        split table (round-robin unless ``partition`` says otherwise) to the store operator of
+        a disk node, as Gamma stores every query result (§2.2; §4: "both machines incur the
+        same redistribution overhead while storing the result"), instead of through the host.
+        Every pass of an overflow resolution sends its results the same way. Returns the tuple
+        count, or None when the partitioning must see the data first (the caller then stores
+        the result through the host)."""
+        pdb = self.pdb
+        if pdb.host.catalog.has(name):
+            raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
+        self._into = _StoreJoin(partition, self.exchange("held"))
+        try:
+            self.select(q)
+        except _StoreThroughHost:
+            return None
+        into = self._into
+        if into.layout is None:  # internal: a join path that did not ask for its sink
+            raise MinidbError("internal error: the join did not send its result to the store")
+        return self._store_held(name, into.layout, into.held, into.partitioner, lambda: None)
+
+    def _final_sink(self, spec: Fragment, producers: list[int]) -> tuple[Fragment, list]:
+        """``spec`` with the sink of a join's result, and the calls to run in the same phase:
+        to the host, or (``join_into``) through a split table to the store operators of the
+        disk nodes, each holding what it receives until the store phase."""
+        spec = spec.into(ToHost())
+        into = self._into
+        if into is None:
+            return spec, []
+        schema = self.dry(spec).schema
+        if into.layout is None:  # the first pass: the layout and where its tuples go
+            layout = Schema([c for c in schema.columns if c.name != RID])
+            p = parse_partitioning(into.partition, layout, len(self.pdb.disk))
+            if type(p).grow is not Partitioner.grow:
+                raise _StoreThroughHost  # it grows with the data (lh_star)
+            try:
+                p.fit(None, len(self.pdb.disk))
+            except MinidbError:
+                raise _StoreThroughHost from None  # it learns from the data (range_uniform)
+            into.layout, into.partitioner = layout, p
+        x = self.exchange("store")
+        receive = Fragment(self.exchange("recv"), Receive(x, producers, schema),
+                           sink=Hold(into.held), hint=self.hints)
+        return (spec.into(SplitTo(x, self.pdb.disk, into.partitioner)),
+                [(n, "run", (receive,)) for n in self.pdb.disk])
+
+    def _result_text(self) -> str:
+        """Where a join's result goes, for ``explain()``."""
+        if self._into is None:
+            return "-> host"
+        return (f"-> {self._into.partitioner.describe()} to the store operators on nodes "
+                f"{self.pdb.disk}")
 
     def join_into_local(self, name: str, q: SelectQuery) -> int | None:
         """``CREATE TABLE name AS`` a two-table join with ``partition=local``, as NonStop SQL
@@ -471,7 +525,8 @@ class ParallelPlanner:
         filtered = self.bit_filters and not q.outer  # an outer join keeps every probe tuple
         if filtered:  # one packet of bits per site (minidb.parallel.bitfilter says why)
             source.bit_filter_bits = 8 * self.pdb.packet_bytes
-        join = Fragment(join_id, source, steps, ToHost(), self.hints)
+        join, store_calls = self._final_sink(Fragment(join_id, source, steps, hint=self.hints),
+                                             joiners)
         join_schema = self.dry(join).schema
         agg = self._aggregate_at_joins(q, join, joiners, overflow)
         if agg is not None:
@@ -500,18 +555,20 @@ class ParallelPlanner:
         finals = agg.final_calls if agg is not None else []
         parts = self.scheduler.phase(
             "probe", finals + [(n, "drain", (join.id,)) for n in joiners]
-            + [(n, "run", (pspec,)) for n in pnodes], texts=[
+            + [(n, "run", (pspec,)) for n in pnodes] + store_calls, texts=[
                 f"scan {q.refs[pr].table.name} on nodes {pnodes} -> hash({pkey}) to nodes "
                 f"{joiners}" + (" (tuples above an overflowed node's cut spooled here)"
                                 if overflow and any(c is not None for c in cuts) else ""),
                 f"probe on nodes {joiners}" + (f" (left outer join: each {q.refs[pr].table.name} "
                                                "tuple that matches nothing is padded with NULLs)"
                                                if q.outer else "")
-                + (f", {agg.text}" if agg is not None else " -> host")])
+                + (f", {agg.text}" if agg is not None else f" {self._result_text()}")])
         parts = parts[:len(joiners)]
         if overflow and any(c is not None for c in cuts):
             parts += self._overflow_passes(join, joiners, sorted(set(pnodes) | set(joiners)),
                                            schemas[b], schemas[pr], bkey, pkey)
+        if self._into is not None:  # the store operators hold the result
+            return join_schema, None
         if agg is not None:
             return self._aggregated(q, agg, parts)
         return self._join_result(q, join_schema, parts)
@@ -629,6 +686,11 @@ class ParallelPlanner:
                              condition=conjunction(q.join_condition)),
                         self._join_steps(q), ToHost(), self.hints)
         join_schema = self.dry(join).schema
+        if self._into is not None:  # CREATE TABLE AS: results to the store operators
+            join, store_calls = self._final_sink(join, nodes)
+            self._run_in_place(join, bspec, nodes, bnodes, store_calls, texts, algorithm, bref,
+                               pref, self._result_text())
+            return join_schema, None
         if into is not None:
             held = self.exchange("held")
             join = join.into(Hold(held))
@@ -786,6 +848,9 @@ class ParallelPlanner:
                     join.source, distributed=distributed,
                     build=Receive(xb, joiners, build_schema),
                     probe=Receive(xp, holders, probe_schema)))
+                store_calls = []
+                if self._into is not None:  # each pass sends its results to the store too
+                    spec, store_calls = self._final_sink(spec, joiners)
                 self.scheduler.phase(f"overflow pass {level}: build",
                            [(n, "start", (spec,)) for n in joiners]
                            + [(n, "run", (bscan,)) for n in joiners], texts=[
@@ -798,9 +863,10 @@ class ParallelPlanner:
                     pscan = _with_overflow_test(pscan, pkey, level, cuts, distributed)
                 parts = self.scheduler.phase(f"overflow pass {level}: probe",
                                    [(n, "drain", (spec.id,)) for n in joiners]
-                                   + [(n, "run", (pscan,)) for n in holders], texts=[
+                                   + [(n, "run", (pscan,)) for n in holders] + store_calls,
+                                   texts=[
                     f"read the probe overflow files on nodes {holders} -> a new hash of {pkey} "
-                    f"to nodes {joiners}", f"probe on nodes {joiners} -> host"])
+                    f"to nodes {joiners}", f"probe on nodes {joiners} {self._result_text()}"])
                 out += parts[:len(joiners)]
                 self.pdb.backend.call_all("drop_spools", {n: ([names["build"], names["probe"]],)
                                                           for n in holders}, "drop overflow files")
@@ -879,7 +945,7 @@ class ParallelPlanner:
                                                                       for e in edges])))
                 if not q.aggregating:
                     spec = spec.then(Projection(q.outputs))
-                spec = spec.into(ToHost())
+                spec, store_calls = self._final_sink(spec, joiners)
             specs.append(spec)
         for j, spec in zip(joins, specs, strict=True):
             bspec, bnodes, _, _ = j["build"]
@@ -893,12 +959,14 @@ class ParallelPlanner:
         sspec, snodes, _, _ = stream
         parts = self.scheduler.phase("probe pipeline",
                            [(n, "drain", (spec.id,)) for spec in reversed(specs) for n in joiners]
-                           + [(n, "run", (sspec,)) for n in snodes], texts=[
+                           + [(n, "run", (sspec,)) for n in snodes] + store_calls, texts=[
             f"scan {q.refs[first].table.name} on nodes {snodes} -> "
             f"{sspec.sink.partitioner.describe()} to nodes {joiners}",
             *(f"probe on {j['probe_key']} = {j['build_key']} on nodes {joiners}" for j in joins),
-            "-> host"])
+            self._result_text()])
         final_schema = self.dry(specs[-1]).schema
+        if self._into is not None:  # the store operators hold the result
+            return final_schema, None
         rows = _cat(parts[:len(joiners)], final_schema)
         if not q.aggregating:
             return self._finish(q, final_schema, [rows], projected=True)
@@ -1055,6 +1123,20 @@ class ParallelPlanner:
         out = self.scheduler.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
+
+
+class _StoreThroughHost(Exception):
+    """``join_into``: this partitioning needs the data first; store through the host."""
+
+
+@dataclass
+class _StoreJoin:
+    """Where the result of ``CREATE TABLE AS`` a join goes (``ParallelPlanner.join_into``)."""
+
+    partition: Any  # the partition= hint, round-robin by default
+    held: str  # the key under which the disk nodes hold the tuples until the store phase
+    layout: Schema | None = None  # set by the first result sink
+    partitioner: Partitioner | None = None
 
 
 @dataclass

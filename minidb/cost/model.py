@@ -29,6 +29,9 @@ Three mechanisms that only some machines have (0 in the other profiles) add to t
 
 * ``random_pages`` also counts ``tuples_inserted x insert_ios_per_tuple``: Teradata inserts one
   tuple at a time with its log, "at least 3 I/Os ... for each tuple inserted" (Gamma paper §4);
+* ``random_pages`` also counts ``tuples_spooled x spool_ios_per_tuple``: Teradata's join stores
+  each tuple it receives from another AMP into a temporary file kept in hash-key order, one
+  tuple at a time (Gamma paper §6, "Join Algorithms");
 * a node whose statement changed an index entry (``index_entries_changed``) pays
   ``deferred_update_ios`` random I/Os and one more operator (startup, and 3 scheduler messages at
   the coordinator): Gamma's deferred-update file for indexes (Gamma paper §8);
@@ -160,6 +163,9 @@ class WorkCounters:
     tuples_inserted: int = 0
     """Tuples inserted into a stored relation (INSERT, CREATE TABLE AS, a moved tuple); the
     profile's ``insert_ios_per_tuple`` prices each with that many random I/Os."""
+    tuples_spooled: int = 0
+    """Tuples a join received from another node and stored one at a time into a temporary file
+    kept in hash-key order (Teradata); the profile's ``spool_ios_per_tuple`` prices each."""
     index_entries_changed: int = 0
     """Index entries added or removed by an INSERT, UPDATE or DELETE; a node with any pays the
     profile's deferred-update file (``deferred_update_ios``) once per phase."""
@@ -168,7 +174,8 @@ class WorkCounters:
         """True when the node read or wrote a page or processed a tuple in this phase."""
         pages = (self.pages_read_seq + self.pages_read_random + self.pages_written_seq
                  + self.pages_written_random)
-        return bool(pages or any(self.tuples.values()) or self.tuples_inserted)
+        return bool(pages or any(self.tuples.values()) or self.tuples_inserted
+                    or self.tuples_spooled)
 
     def add_tuples(self, kind: str, n: int) -> None:
         """Count ``n`` more tuples for operator ``kind``."""
@@ -215,7 +222,7 @@ class NodeTime:
     bottleneck: str
     """The part that bounded the node: "cpu", "disk", "net", "startup" or "idle"."""
     insert_ios: float = 0.0
-    """Random I/Os charged for tuple-at-a-time inserts (in ``disk_s``)."""
+    """Random I/Os charged for tuple-at-a-time inserts and spooled tuples (in ``disk_s``)."""
     deferred_update_ios: float = 0.0
     """Random I/Os charged for a deferred-update file (in ``disk_s``)."""
 
@@ -337,7 +344,8 @@ def node_time(
     instructions += work.bytes_short_circuited / 1024 * p.instr_short_circuit_kb
     cpu_s = p.instructions_s(instructions)
 
-    insert_ios = work.tuples_inserted * p.insert_ios_per_tuple
+    insert_ios = (work.tuples_inserted * p.insert_ios_per_tuple
+                  + work.tuples_spooled * p.spool_ios_per_tuple)
     deferred_ios = p.deferred_update_ios if work.index_entries_changed else 0.0
     random_pages = work.pages_read_random + work.pages_written_random + insert_ios + deferred_ios
     seq_pages = work.pages_read_seq + work.pages_written_seq

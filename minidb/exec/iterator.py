@@ -60,6 +60,9 @@ class ExecContext:
     batch_rows: int = BATCH_ROWS
     rid_fetch: str = "sorted"
     """How a non-clustered index scan fetches the records its index names (``RID_FETCH``)."""
+    node_id: int | None = None
+    """The parallel node these operators run on (None in a single-node database): an operator
+    reading an exchange can then tell the tuples another node sent from its own."""
     _temp_ids: Iterator[int] = field(default_factory=itertools.count)
 
     @property

@@ -59,6 +59,8 @@ already decided, so ``x <> 0 AND 7 % x = 1`` is safe.
 
 from __future__ import annotations
 
+import contextvars
+
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -295,8 +297,24 @@ def is_plain_table_name(name: str) -> bool:
         and table.this.name == name and not tree.args.get("joins")
 
 
-def translate(text: str, catalog: Catalog) -> Statement:
-    """Parse and translate one statement against the tables of ``catalog``."""
+_PROPAGATE: contextvars.ContextVar[bool] = contextvars.ContextVar("selection_propagation",
+                                                                 default=True)
+"""Whether ``translate`` propagates selections across join equalities (Gamma's optimizer does,
+§6.1; the Teradata's did not: its joinAselB "will read two 100,000 tuple relations and then
+sort and merge a 10,000 and a 100,000 tuple relation")."""
+
+
+def translate(text: str, catalog: Catalog, propagate: bool = True) -> Statement:
+    """Parse and translate one statement against the tables of ``catalog``; ``propagate=False``
+    leaves selections where the query wrote them (no selection propagation)."""
+    token = _PROPAGATE.set(propagate)
+    try:
+        return _translate(text, catalog)
+    finally:
+        _PROPAGATE.reset(token)
+
+
+def _translate(text: str, catalog: Catalog) -> Statement:
     tree = parse(text)
     if isinstance(tree, exp.Select | exp.Union):
         from minidb.sql.compound import select_statement  # UNION and subqueries build on _Select
@@ -908,7 +926,7 @@ class _Select:
         propagated: list[str] = []
         if outer_on is not None:
             edges, join_condition = self._left_join_on(outer_on, row)
-        elif edges:
+        elif edges and _PROPAGATE.get():
             propagated = self._propagate_selections(single, edges, refs)
 
         # GROUP BY and aggregates

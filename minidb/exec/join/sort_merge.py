@@ -156,14 +156,36 @@ def _common_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
 @register("join", "teradata_merge")
 class TeradataMergeJoin(SortMergeJoin):
     """Teradata's join as the Gamma paper describes it (§6, "Join Algorithms"): "As each AMP
-    receives tuples, it stores them in temporary files"; after the redistribution each AMP
-    sort-merges them. Every received tuple is therefore written to disk and read back once,
-    even when it would fit in memory, before the sort-merge join above runs on it.
+    receives tuples, it stores them in temporary files sorted in hash-key order"; after the
+    redistribution each AMP sort-merges them.
 
-    Not modeled: Teradata sorts by the hash of the key ("hash-key order") and keeps its files in
-    that order, so a join on the attribute a relation is hashed on could skip the sort as well as
-    the redistribution; here only the redistribution costs less in that case (every tuple stays on
-    its own node)."""
+    * An input that came through an exchange (a redistributed relation) is written to a
+      temporary file and read back before the sort-merge join above runs on it. Every tuple in
+      it that another AMP sent is counted as ``tuples_spooled``: the hardware profile prices
+      each with ``spool_ios_per_tuple`` random I/Os, the cost of keeping the file in hash-key
+      order one tuple at a time (``minidb.cost.model``). A tuple that stayed on its AMP is
+      written with the file's pages only.
+    * An input read where it lies (the co-located strategy: both relations hashed on the join
+      attribute, the "key" rows of Table 3, where "the redistribution step of the join algorithm
+      could be skipped") is not spooled at all.
+
+    Not modeled: Teradata sorts by the hash of the key and keeps its files in that order, so a
+    join on the attribute the relations are hashed on could also skip the sort; here it still
+    sorts (on the CPU, ``sort_compare``)."""
 
     kind = "teradata_merge_join"
     spool_inputs = True
+    priced_counters = {**SortMergeJoin.priced_counters}
+
+    def _through_spool(self, batches: Iterator[np.ndarray], schema, purpose: str):
+        source = self.children[0 if purpose == "build" else 1]
+        if not hasattr(source, "last_producer"):  # read in place: nothing was redistributed
+            yield from batches
+            return
+        self.stats.extra.setdefault("tuples_spooled", 0)
+        writer = self.spool(schema, f"received-{purpose}")
+        for batch in batches:
+            writer.write(batch)
+            if source.last_producer != self.ctx.node_id:  # it came over the network
+                self.count("tuples_spooled", len(batch))
+        yield from self.scan_spool(self.close_spool(writer))
