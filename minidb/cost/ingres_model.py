@@ -341,7 +341,7 @@ def calibrate(base: HardwareProfile) -> tuple[dict[str, float], dict[str, str]]:
     for name, (ref, row, col), seconds, work_name, part in CALIBRATION:
         work = PAPER_WORK[work_name]
 
-        def modeled(value: float, name=name, work=work, part=part) -> float:
+        def modeled(value: float, name=name, work=work, part=part, profile=profile) -> float:
             t = times(dataclasses.replace(profile, **{name: value}), work)
             return getattr(t, part)
 

@@ -135,6 +135,8 @@ class UpdateCount:
     commands: list[UpdateCommand]
     fragment_rows: list[int]
     updated: int
+    bounds: list[str]
+    """The names j1 .. j(n-1) that split EMP (site s holds j(s) <= name < j(s+1))."""
 
 
 def _emp_table(scale: float, seed: int) -> pa.Table:
@@ -179,7 +181,7 @@ def count_updates(scale: float, seed: int, n: int) -> UpdateCount:
     finally:
         for db in dbs:
             db.close()
-    return UpdateCount(n, commands, fragment_rows, updated)
+    return UpdateCount(n, commands, fragment_rows, updated, bounds)
 
 
 def _update_configs(scale: float, seed: int):
