@@ -87,6 +87,18 @@ UNITS: dict[str, str] = {
                             "cluster into the buffer or gives a whole cluster up",
     "disk_channels": "disk channels the machine's disks share, disk d on channel d mod "
                      "channels (0: every disk has its own)",
+    "instr_query_tuple": "instructions of INGRES code per tuple a one-variable query examines "
+                         "(read off a block, qualified, its target list formed)",
+    "instr_command": "instructions of INGRES code per user command (parse, query modification, "
+                     "decomposition, commit)",
+    "instr_substitution": "instructions of INGRES code per result tuple of tuple substitution "
+                          "(a joined tuple of a two-variable query)",
+    "instr_dist_command": "extra instructions per command in Distributed INGRES (run-time check "
+                          "of the distribution criteria, master-slave protocol)",
+    "instr_os_kb": "operating-system instructions per KiB a system call moves (disk block read "
+                   "or written, pipe or local message)",
+    "instr_os_update": "operating-system instructions per update command beyond its blocks and "
+                       "messages (the deferred-update file's creation and removal)",
 }
 
 #: sources of the mechanisms that only some machines have; a profile that does not set one
@@ -105,6 +117,12 @@ MECHANISM_DEFAULTS: dict[str, str] = {
     "lock_hold_unfix_us": "not modeled: 0, nodes share no buffer",
     "lock_hold_cluster_us": "not modeled: 0, nodes share no buffer",
     "disk_channels": "not modeled: 0, every disk has its own path to memory",
+    "instr_query_tuple": "not modeled: 0, INGRES's query processor is not this machine's",
+    "instr_command": "not modeled: 0, INGRES's query processor is not this machine's",
+    "instr_substitution": "not modeled: 0, INGRES's query processor is not this machine's",
+    "instr_dist_command": "not modeled: 0, INGRES's query processor is not this machine's",
+    "instr_os_kb": "not modeled: 0, system calls are not priced on this machine",
+    "instr_os_update": "not modeled: 0, system calls are not priced on this machine",
 }
 
 NUMERIC_FIELDS: tuple[str, ...] = tuple(UNITS)
@@ -202,6 +220,18 @@ class HardwareProfile:
     """Time a shared buffer pool's lock is held per cluster entered or given up (§2.1, §4.1)."""
     disk_channels: float = 0.0
     """Disk channels shared by the disks (Volcano paper §3.1-§3.2); 0: no sharing."""
+    instr_query_tuple: float = 0.0
+    """INGRES: instructions per tuple a one-variable query examines (``minidb.cost.ingres_model``)."""
+    instr_command: float = 0.0
+    """INGRES: instructions per user command a master parses, plans and commits."""
+    instr_substitution: float = 0.0
+    """INGRES: instructions per joined tuple formed by tuple substitution (Distributed INGRES §5)."""
+    instr_dist_command: float = 0.0
+    """Distributed INGRES: extra instructions per command (its run-time checks, §3)."""
+    instr_os_kb: float = 0.0
+    """Operating-system instructions per KiB a system call moves (system CPU time)."""
+    instr_os_update: float = 0.0
+    """Operating-system instructions per update command beyond its blocks and messages."""
 
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     """Provenance of every numeric field (field name -> where it came from)."""
@@ -1277,8 +1307,33 @@ def _ingres_profile(name: str, mips: float, memory: int, which: str) -> Hardware
     )
 
 
-register_profile(_ingres_profile("vax780_ethernet", _VAX780_MIPS, 4 * MB, "780"))
-register_profile(_ingres_profile("vax750_ethernet", _VAX750_RATIO * _VAX780_MIPS, 2 * MB, "750"))
+def _ingres_calibrated(profile: HardwareProfile,
+                       calibrated: tuple[dict[str, float], dict[str, str]]) -> HardwareProfile:
+    """``profile`` with the INGRES software constants of ``minidb.cost.ingres_model.calibrate``:
+    path lengths of INGRES and of 4.1cBSD in instructions, the same on both VAXes (only ``mips``
+    differs), each derived from one cell of the paper (listed in ``calibration_cells``)."""
+    from minidb.cost import ingres_model
+
+    values, sources = calibrated
+    cells = tuple(("ingres", ref, row, col) for _, (ref, row, col), *_ in ingres_model.CALIBRATION)
+    return dataclasses.replace(
+        profile, **values, sources={**profile.sources, **sources},
+        calibrated_on=tuple(f"ingres {ref} {row} {col}" for _, (ref, row, col), *_ in
+                            ingres_model.CALIBRATION),
+        calibration_cells=cells)
+
+
+def _ingres_profiles() -> tuple[HardwareProfile, HardwareProfile]:
+    from minidb.cost import ingres_model
+
+    vax780 = _ingres_profile("vax780_ethernet", _VAX780_MIPS, 4 * MB, "780")
+    vax750 = _ingres_profile("vax750_ethernet", _VAX750_RATIO * _VAX780_MIPS, 2 * MB, "750")
+    calibrated = ingres_model.calibrate(vax780)
+    return _ingres_calibrated(vax780, calibrated), _ingres_calibrated(vax750, calibrated)
+
+
+for _vax in _ingres_profiles():
+    register_profile(_vax)
 
 # ---------------------------------------------------------------------------------------------
 # This machine: modern round numbers, documented as such. Nothing is measured at import time.

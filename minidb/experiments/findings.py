@@ -1037,5 +1037,6 @@ def check_findings(rows: list[dict], paper: str | None = None) -> list[FindingRe
     return out
 
 
-# The Volcano paper's findings live in their own module; importing it registers them.
-from minidb.experiments import volcano_findings  # noqa: E402,F401
+# The Volcano and Distributed INGRES papers' findings live in their own modules; importing them
+# registers them.
+from minidb.experiments import ingres_findings, volcano_findings  # noqa: E402,F401

@@ -53,7 +53,8 @@ PAPERS: dict[str, str] = {
 BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimizer",
                    "minidb.experiments.gamma_joins",
                    "minidb.experiments.tandem", "minidb.experiments.lhstar",
-                   "minidb.experiments.volcano", "minidb.experiments.commit")
+                   "minidb.experiments.volcano", "minidb.experiments.ingres",
+                   "minidb.experiments.commit")
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]
