@@ -110,6 +110,22 @@ def _apply_steps(db: Database, op: Operator, steps: list, spools: dict) -> Opera
     return op
 
 
+def _inner_table(db: Database, src, key: str) -> Operator:
+    """The inner input of an index nested-loops join: this node's fragment of a stored table,
+    read where it lies (a ``Local`` scan whose steps are one projection), looked up by key."""
+    from minidb.exec.join.index_nested_loops import IndexLookup
+
+    if not (isinstance(src, plan.Local) and isinstance(src.source, plan.Scan)
+            and len(src.steps) == 1 and isinstance(src.steps[0], plan.Projection)):
+        raise MinidbError("index_nested_loops looks up a stored table where it lies; this join's "
+                          "inner input arrives through an exchange")
+    outputs = list(src.steps[0].outputs)
+    table = db.catalog.get(src.source.table)
+    lookup = IndexLookup(db.ctx, table, list(src.source.filters), outputs, dict(outputs)[key].name)
+    return lookup.as_input(Project(ArrayScan(table.schema, table.schema.new_records(0)),
+                                   outputs).schema)
+
+
 def _source(db: Database, src, inbox: Inbox | None, timeout: float, hint,
             spools: dict) -> Operator:
     match src:
@@ -120,6 +136,11 @@ def _source(db: Database, src, inbox: Inbox | None, timeout: float, hint,
             return op
         case plan.Receive(exchange, producers, schema):
             return ExchangeReceive(inbox or Inbox(), exchange, producers, schema, timeout)
+        case plan.Join() if getattr(src.algorithm, "needs_inner_table", False):
+            build = _inner_table(db, src.build, src.build_key)  # index nested loops
+            probe = _source(db, src.probe, inbox, timeout, hint, spools)
+            return src.algorithm(db.ctx, build, probe, src.build_key, src.probe_key,
+                                 db.memory_pages, outer=src.outer, condition=src.condition)
         case plan.Join():
             build = _source(db, src.build, inbox, timeout, hint, spools)
             if src.bit_filter_bits is not None:  # set a bit per build tuple as it arrives
@@ -407,6 +428,13 @@ class Node:
             if getattr(op, "distributed", None) is not None and heaps:
                 for side, heap in heaps.items():
                     self._spools.setdefault(op.distributed["spools"][side], []).append(heap)
+
+    def keyed(self, table: str, column: str) -> bool:
+        """Whether this node's fragment of ``table`` can be looked up by ``column`` (an index,
+        or the table hashed or clustered on it): what index nested loops needs."""
+        from minidb.exec.join.index_nested_loops import keyed_path
+
+        return keyed_path(self.db.catalog.get(table), column, []) is not None
 
     def store_held(self, key: str, name: str, schema: Schema) -> dict:
         """Write the tuples a ``hold`` sink kept as this node's fragment of a new relation ``name``

@@ -497,6 +497,7 @@ class ParallelPlanner:
         self.scheduler.note(f"join strategy: {strategy.replace('_', '-')} ({why})")
         if strategy != "repartition":
             return self._join_in_place(q, strategy, b, pr, bkey, pkey)
+        _refuse_index_join(self.join_algorithm(q.outer), "a repartitioned join")
         placement = {"local": self.pdb.disk, "remote": self.pdb.diskless,
                      "allnodes": list(range(self.pdb.num_nodes))}
         where = self.placement or "local"
@@ -620,6 +621,9 @@ class ParallelPlanner:
             return "repartition", f"{self.placement} placement: the join runs on other nodes"
         if same:
             return "co_located", reason
+        if _index_join(self.join_algorithm(q.outer)):
+            return "broadcast", ("index nested loops looks up the large table where it lies, "
+                                 "so the small one is sent to it")
         nodes = len(self._targets(q.refs[pr]))
         small, large = est[b], est[pr]
         if small * nodes < small + large:
@@ -681,6 +685,9 @@ class ParallelPlanner:
             build = Receive(x, bnodes, self.dry(bspec).schema)
             texts.append(f"scan {bref.table.name} on nodes {bnodes} -> broadcast to nodes {nodes}")
         algorithm = self.join_algorithm(q.outer)
+        if _index_join(algorithm):
+            build, probe, bkey, pkey = self._index_roles(q, strategy, b, pr, bkey, pkey, build,
+                                                         probe)
         join = Fragment(self.exchange("join"),
                         Join(build, probe, bkey, pkey, algorithm, outer=q.outer,
                              condition=conjunction(q.join_condition)),
@@ -718,6 +725,33 @@ class ParallelPlanner:
                                    ("drop duplicates -> host" if dedup else "-> host"))
         return self._join_result(q, join_schema, parts[:len(nodes)], deduplicated=bool(dedup))
 
+    def _index_roles(self, q: SelectQuery, strategy: str, b: int, pr: int, bkey: str,
+                     pkey: str, build, probe) -> tuple:
+        """(inner, outer, inner key, outer key) of an index nested-loops join run in place: the
+        inner input is a table read where it lies and indexed on its join column, the larger
+        table when it can be (the outer one is then the broadcast small table, or the other
+        local one), else the smaller one of a co-located join."""
+        def local(side: int) -> Local:
+            ref = q.refs[side]
+            return Local(Scan(ref.table.name, ref.filters), [Projection(self._needed(q, side))])
+
+        if self._indexed(q.refs[pr], pkey):
+            return local(pr), (build if strategy == "broadcast" else local(b)), pkey, bkey
+        if strategy == "co_located" and self._indexed(q.refs[b], bkey):
+            return build, probe, bkey, pkey
+        where = f"{q.refs[pr].table.name}.{pkey.split('.', 1)[-1]}"
+        if strategy == "co_located":
+            where += f" or {q.refs[b].table.name}.{bkey.split('.', 1)[-1]}"
+        raise MinidbError(f"hint 'index_nested_loops': no index on {where} (the join column "
+                          f"of the table read where it lies); create one, or drop the hint")
+
+    def _indexed(self, ref, key: str) -> bool:
+        """Whether ``ref``'s table has an index (or is hashed or clustered) on the join column
+        ``key`` (``alias.column``), so an index nested-loops join can look it up."""
+        node = (self._targets(ref) or self.pdb.disk)[0]  # every fragment has the same indexes
+        return self.pdb.backend.call_many(
+            [(node, "keyed", (ref.table.name, key.split(".", 1)[-1]))], "index lookup check")[0]
+
     def _run_in_place(self, join: Fragment, bspec: Fragment | None, nodes: list[int],
                       bnodes: list[int], dedup: list, texts: list[str], algorithm, bref, pref,
                       then: str) -> list:
@@ -726,12 +760,18 @@ class ParallelPlanner:
             return self.scheduler.phase("co-located join", dedup + [(n, "run", (join,)) for n in nodes],
                                         texts=[f"join ({algorithm.kind}) {bref.table.name} and "
                                                f"{pref.table.name} on nodes {nodes}, {then}"])
+        if _index_join(algorithm):  # the broadcast table is the outer input
+            build_text = f"start the index nested-loops join on nodes {nodes} (nothing to build)"
+            probe_text = (f"for each {bref.table.name} tuple received, look up "
+                          f"{pref.table.name} through its index on nodes {nodes}, {then}")
+        else:
+            build_text = f"build ({algorithm.kind}) on nodes {nodes}"
+            probe_text = f"scan {pref.table.name} where it lies, probe on nodes {nodes}, {then}"
         self.scheduler.phase("build", [(n, "start", (join,)) for n in nodes]
                              + [(n, "run", (bspec,)) for n in bnodes],
-                             texts=texts + [f"build ({algorithm.kind}) on nodes {nodes}"])
+                             texts=texts + [build_text])
         return self.scheduler.phase("probe", dedup + [(n, "drain", (join.id,)) for n in nodes],
-                                    texts=[f"scan {pref.table.name} where it lies, probe on "
-                                           f"nodes {nodes}, {then}"])
+                                    texts=[probe_text])
 
     def _aggregate_at_joins(self, q: SelectQuery, join: Fragment, nodes: list[int],
                             overflow: bool = False) -> _JoinAggregation | None:
@@ -892,6 +932,7 @@ class ParallelPlanner:
         to every join node and joined on a constant, so every pair meets once (the probe tuples
         are each on one node). Equalities beyond the first between two tables, and conditions
         over several tables, are filters as soon as their columns are joined."""
+        _refuse_index_join(self.join_algorithm(), "a join of more than two tables")
         est = [selectivity(r.table, r.filters) * r.table.num_records for r in q.refs]
         order = self._pipeline_order(q, est)
         self._note_propagation(q)
@@ -1123,6 +1164,18 @@ class ParallelPlanner:
         out = self.scheduler.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
+
+
+def _index_join(algorithm: type) -> bool:
+    """Whether ``algorithm`` looks its inner table up where it lies (index nested loops)."""
+    return getattr(algorithm, "needs_inner_table", False)
+
+
+def _refuse_index_join(algorithm: type, what: str) -> None:
+    if _index_join(algorithm):
+        raise MinidbError(f"index_nested_loops looks the inner table up where it lies; {what} "
+                          "sends it through an exchange: hint co_located or broadcast (in the "
+                          "local placement), or choose another join")
 
 
 class _StoreThroughHost(Exception):

@@ -454,12 +454,15 @@ class Planner:
         inputs: list[Operator] = []
         estimates: list[float] = []
         followed = []
+        stored: list[tuple] = []  # each input as a stored table: (table, filters, columns)
         for ref in q.refs:
             op, _, ok = self.access(ref.table, ref.filters, alias=ref.alias)
             followed.append(ok)
             cols = [c.name for c in ref.table.schema.columns
                     if f"{ref.alias}.{c.name}" in q.needed] or [ref.table.schema.columns[0].name]
-            op = Project(op, [(f"{ref.alias}.{c}", Col(c)) for c in cols])
+            outputs = [(f"{ref.alias}.{c}", Col(c)) for c in cols]
+            op = Project(op, outputs)
+            stored.append((ref.table, ref.filters, outputs))
             inputs.append(op)
             estimates.append(selectivity(ref.table, ref.filters) * ref.table.num_records)
         self.check_hint_followed(followed)
@@ -481,6 +484,20 @@ class Planner:
                 nxt = min(set(range(len(q.refs))) - joined)
                 edge = None
             new, new_est = inputs[nxt], estimates[nxt]
+            if edge is not None and getattr(join_class(self.hints), "needs_inner_table", False):
+                op, est = self._index_join(edge, nxt, stored, current, cur_est, new, new_est,
+                                           base=len(joined) == 1 and next(iter(joined)))
+                joined.add(nxt)
+                available |= set(new.schema.names)
+                current, cur_est = op, est
+                ready = [e.predicate() for e in edges if e.left in joined and e.right in joined]
+                edges = [e for e in edges if not (e.left in joined and e.right in joined)]
+                ready += [t for t in residual if t.columns() <= available]
+                residual = [t for t in residual if not t.columns() <= available]
+                if ready:
+                    current = Filter(current, conjunction(ready))
+                    cur_est *= DEFAULT_SELECTIVITY ** len(ready)
+                continue
             # the smaller input (by estimate) is the hash join's build input / the NL inner
             if cur_est <= new_est:
                 small, big, small_est, big_est = current, new, cur_est, new_est
@@ -532,6 +549,41 @@ class Planner:
         if residual:
             current = Filter(current, conjunction(residual))
         return current
+
+    def _index_join(self, edge, nxt: int, stored: list[tuple], current: Operator,
+                    cur_est: float, new: Operator, new_est: float, base) -> tuple[Operator, float]:
+        """An index nested-loops join (``minidb/exec/join/index_nested_loops.py``): the inner
+        input is a stored table searched through its index on the join column, the outer one
+        the other input. The new table is inner when it has such an index; so is the first
+        table (``base``: its index, when the joined input is still that one table), the larger
+        of the two when both do. A join neither of whose tables has one is refused."""
+        from minidb.exec.join.index_nested_loops import IndexLookup, keyed_path
+
+        new_key = edge.right_col if edge.right == nxt else edge.left_col
+        cur_key = edge.left_col if edge.right == nxt else edge.right_col
+        sides = [(new, new_key, stored[nxt], new_est, current, cur_key, cur_est)]
+        if base is not False and base is not None:
+            sides.append((current, cur_key, stored[base], cur_est, new, new_key, new_est))
+        usable = []
+        for inner, ikey, (table, filters, outputs), iest, outer, okey, oest in sides:
+            column = dict(outputs)[ikey].name
+            if keyed_path(table, column, filters) is not None:
+                usable.append((iest, inner, ikey, table, filters, outputs, column, outer, okey,
+                               oest))
+        if not usable:
+            names = " or ".join(f"{s[2][0].name}.{dict(s[2][2])[s[1]].name}" for s in sides)
+            raise MinidbError(f"hint 'index_nested_loops': no index on {names} (the join "
+                              "columns); create one, or drop the hint")
+        iest, inner, ikey, table, filters, outputs, column, outer, okey, oest = max(
+            usable, key=lambda u: u[0])
+        algorithm = join_class(self.hints)
+        lookup = IndexLookup(self.ctx, table, filters, outputs, column)
+        op = algorithm(self.ctx, lookup.as_input(inner.schema), outer, ikey, okey,
+                       self.memory_pages)
+        self.note(op, f"index nested-loops join on {okey} = {ikey}: each of est. {oest:.0f} "
+                      f"outer tuples looks up {table.name} through its index on {column} "
+                      f"(est. {iest:.0f} inner tuples, never scanned)")
+        return op, min(iest, oest)
 
     def _left_join(self, q: SelectQuery, inputs: list[Operator]) -> Operator:
         """``refs[0] LEFT JOIN refs[1]``: a hash join built on the right table, probed by the left

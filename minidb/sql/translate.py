@@ -60,7 +60,6 @@ already decided, so ``x <> 0 AND 7 % x = 1`` is safe.
 from __future__ import annotations
 
 import contextvars
-
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING

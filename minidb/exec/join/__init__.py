@@ -9,6 +9,8 @@ subclass registered under a name (``minidb.plugins.names("join")``):
 ``sort_merge``       sort both inputs, then merge (``sort_merge.py``)
 ``teradata_merge``   Teradata's: spool what arrives, then sort-merge (``sort_merge.py``)
 ``block_nested_loops`` nested loops on the equality (``block_nested_loops.py``)
+``index_nested_loops`` one index lookup in the inner table per outer tuple
+                     (``index_nested_loops.py``)
 ==================== ====================================================================
 
 ``NestedLoopsJoin`` (any predicate, not only an equality) is the planner's fallback for
@@ -19,11 +21,12 @@ and requires the two inputs to have different column names.
 from minidb.exec.join.base import JoinAlgorithm, JoinPluginError
 from minidb.exec.join.block_nested_loops import BlockNestedLoopsJoin
 from minidb.exec.join.hash_join import HashJoin
+from minidb.exec.join.index_nested_loops import IndexLookup, IndexNestedLoopsJoin
 from minidb.exec.join.nested_loops import NestedLoopsJoin
 from minidb.exec.join.partitioned import GraceHashJoin, HybridHashJoin
 from minidb.exec.join.simple_hash import SimpleHashJoin  # noqa: I001  (registers in this order)
 from minidb.exec.join.sort_merge import SortMergeJoin, TeradataMergeJoin
 
 __all__ = ["BlockNestedLoopsJoin", "GraceHashJoin", "HashJoin", "HybridHashJoin",
-           "JoinAlgorithm", "JoinPluginError", "NestedLoopsJoin", "SimpleHashJoin",
-           "SortMergeJoin", "TeradataMergeJoin"]
+           "IndexLookup", "IndexNestedLoopsJoin", "JoinAlgorithm", "JoinPluginError",
+           "NestedLoopsJoin", "SimpleHashJoin", "SortMergeJoin", "TeradataMergeJoin"]
