@@ -87,13 +87,15 @@ def _site_names(n: int) -> list[str]:
 
 
 def _row_names(config: str, n: int) -> list[str]:
+    """Row slug of each site of ``config`` (``emp_moved_dist_2_sites`` etc. name their sites the
+    same way as ``dist_2_sites``)."""
     if config in ("normal_ingres", "dist_local_db"):
         return [f"{config}_11_780"]
     if config == "dist_foreign_db":
         return ["dist_foreign_db_11_780", "dist_foreign_db_11_750"]
     if n == 2:
-        return ["dist_2_sites_11_780", "dist_2_sites_11_750"]
-    return ["dist_3_sites_11_780", "dist_3_sites_11_750_first", "dist_3_sites_11_750_second"]
+        return [f"{config}_11_780", f"{config}_11_750"]
+    return [f"{config}_11_780", f"{config}_11_750_first", f"{config}_11_750_second"]
 
 
 def _database() -> Database:
@@ -222,16 +224,43 @@ def updates(p: Params, progress: Progress) -> list[dict]:
 @dataclass
 class SiteQuery:
     """A query's counted work at one site: tuples examined, result tuples, pages read, and
-    (joins) joined tuples, random block accesses and the DEPT copy it received."""
+    (joins) joined tuples, random block accesses, the substituted queries, and the fragments it
+    holds and received.
+
+    Two kinds of count, because they grow differently with the size of the data base (see
+    ``query_work``): everything but ``scanned`` and ``scanned_pages`` grows with the relations;
+    those two, the complete scans of an EMP heap made by the substituted queries when EMP was
+    replicated, grow with |DEPT at the site| x |EMP|."""
 
     tuples: int = 0
     results: int = 0
     pages_seq: int = 0
     blocks_random: int = 0
     joined: int = 0
+    substituted: int = 0
+    """One-variable queries run by tuple substitution (one per DEPT tuple iterated over)."""
+    scanned: int = 0
+    """EMP tuples examined by those queries' complete scans of an EMP heap (EMP replicated)."""
+    scanned_pages: int = 0
+    """Pages those scans requested."""
     dept_received_rows: int = 0
     dept_rows: int = 0
+    emp_received_rows: int = 0
+    emp_rows: int = 0
     result_rows: list = field(default_factory=list, repr=False)
+
+
+def query_work(q: SiteQuery, factor: float) -> Work:
+    """The work of ``q``, counted at ``scale``, at the paper's size (``factor`` = 1 / scale).
+
+    The extrapolation rule: under a similarity scale both EMP and DEPT grow by ``factor``. A
+    count that is a number of EMP or DEPT tuples (or of their pages, joined tuples, substituted
+    queries) grows by ``factor``. A complete scan of the EMP heap per DEPT tuple does
+    |DEPT at the site| x |EMP| work, which grows by ``factor`` squared."""
+    linear = Work(tuples=q.tuples, joined=q.joined, kb_seq=q.pages_seq * PAGE_KB,
+                  blocks_random=q.blocks_random, kb_random=q.blocks_random * PAGE_KB)
+    square = Work(tuples=q.scanned, kb_seq=q.scanned_pages * PAGE_KB)
+    return linear.scaled(factor) + square.scaled(factor * factor)
 
 
 @lru_cache(maxsize=16)
@@ -251,15 +280,15 @@ def count_retrieve(scale: float, seed: int, n: int) -> list[SiteQuery]:
     return out
 
 
-def _result_work(q: SiteQuery, kb_out: float, remote: bool) -> Work:
-    """A slave's work for one query: the scan or substitution it counted, then its result sent
-    through a local message (send and receive: 2 x its KiB) or written to a temporary file."""
-    work = Work(tuples=q.tuples, joined=q.joined, kb_seq=q.pages_seq * PAGE_KB,
-                blocks_random=q.blocks_random, kb_random=q.blocks_random * PAGE_KB)
+def _result_work(q: SiteQuery, kb_out: float, remote: bool, factor: float) -> Work:
+    """A slave's work for one query at the paper's size: the scan or substitution it counted
+    (``query_work``), then its result sent through a local message (send and receive: 2 x its
+    KiB) or written to a temporary file."""
+    work = query_work(q, factor)
     if remote:
-        work.kb_seq += kb_out
+        work.kb_seq += kb_out * factor
     else:
-        work.kb_ipc += 2 * kb_out
+        work.kb_ipc += 2 * kb_out * factor
     return work
 
 
@@ -271,18 +300,18 @@ def _command_run(config: str, sites: list[SiteQuery], tuple_bytes: int, factor: 
         kb_out = q.results * tuple_bytes / KIB
         if config == "normal_ingres":
             master = Work(commands=1, messages=2 * MONITOR_MESSAGES)
-            slave = _result_work(q, kb_out, remote=False)
-            return CommandRun([get_profile(VAX780)], 0, master, {0: slave.scaled(factor)})
+            slave = _result_work(q, kb_out, remote=False, factor=factor)
+            return CommandRun([get_profile(VAX780)], 0, master, {0: slave})
         master = Work(commands=1, dist_commands=1, messages=2 * MONITOR_MESSAGES + RETRIEVE_MESSAGES)
         if config == "dist_local_db":
             master.messages += RETRIEVE_MESSAGES  # the slave's ends, on the same machine
-            slave = _result_work(q, kb_out, remote=False)
-            return CommandRun([get_profile(VAX780)], 0, master, {0: slave.scaled(factor)})
+            slave = _result_work(q, kb_out, remote=False, factor=factor)
+            return CommandRun([get_profile(VAX780)], 0, master, {0: slave})
         master.packets = RETRIEVE_MESSAGES
-        slave = _result_work(q, kb_out, remote=True) + Work(messages=RETRIEVE_MESSAGES,
-                                                           packets=RETRIEVE_MESSAGES)
+        slave = _result_work(q, kb_out, True, factor) + Work(
+            messages=RETRIEVE_MESSAGES, packets=RETRIEVE_MESSAGES).scaled(factor)
         return CommandRun([get_profile(VAX780), get_profile(VAX750)], 1, master,
-                          {0: slave.scaled(factor)}, {0: kb_out * factor})
+                          {0: slave}, {0: kb_out * factor})
     n = len(sites)
     profiles = [get_profile(x) for x in _site_names(n)]
     master = Work(commands=1, dist_commands=1, messages=2 * MONITOR_MESSAGES)
@@ -290,7 +319,7 @@ def _command_run(config: str, sites: list[SiteQuery], tuple_bytes: int, factor: 
     for s, q in enumerate(sites):
         kb_out = q.results * tuple_bytes / KIB
         remote = s != 0  # the master runs on the 11/780, site 0
-        w = _result_work(q, kb_out, remote).scaled(factor)
+        w = _result_work(q, kb_out, remote, factor)
         w += Work(messages=RETRIEVE_MESSAGES, packets=RETRIEVE_MESSAGES if remote else 0)
         master.messages += RETRIEVE_MESSAGES
         master.packets += RETRIEVE_MESSAGES if remote else 0
