@@ -1,7 +1,7 @@
 """The Distributed INGRES paper's findings (Stonebraker et al. 1983, §3-§5), as checks over rows.
 
 Every bar comes from the paper's own numbers (``datasets/reference/ingres_*.csv``): the report's
-factor of 2 around a percentage the text states (``FACTOR_2``), the spread of the paper's own
+factor of 2 around a percentage or a ratio the text states (``FACTOR_2``), the spread of the paper's own
 ratios widened by ``SPREAD_MARGIN``, or an ordering its tables show. ``tests/test_ingres.py``
 shows each finding pass on the paper's numbers and fail on a deliberately broken profile (or
 broken rows).
