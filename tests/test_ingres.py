@@ -3,8 +3,10 @@ pricing on the VAX profiles, and the paper's findings.
 
 The engine runs at quick scale (0.1: 3,000 EMP, 150 DEPT, 100 updates); the counts are cached,
 so a broken profile only re-prices them. Rows are checked against DuckDB; each finding passes on
-the paper's own numbers and fails on a deliberately broken profile; two fail on minidb's model
-and are marked as known failures.
+the paper's own numbers and fails on a deliberately broken profile; three fail on minidb's model
+and are marked as known failures. The join also runs with EMP replicated instead of DEPT (§5):
+its rows are the same, its scans are counted, and its extrapolation to the paper's size is
+checked against a run at twice the scale.
 """
 
 from __future__ import annotations
@@ -79,6 +81,85 @@ def test_join_result_equals_duckdb(n):
         assert sum(q.dept_rows for q in sites) == dept.num_rows
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_emp_moved_join_returns_the_same_tuples_as_dept_moved_and_duckdb(n):
+    emp, dept = _tables()
+    con = duckdb.connect()
+    con.register("emp", emp)
+    con.register("dept", dept)
+    expected = con.execute("SELECT e.*, d.* FROM emp e JOIN dept d ON e.dept = d.dname").fetchall()
+    got = ix.join_result(SCALE, SEED, n, "emp")
+    assert Counter(got) == Counter(ix.join_result(SCALE, SEED, n, "dept")) == Counter(expected)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_emp_moved_join_counts_one_complete_heap_scan_per_dept_tuple(n):
+    """Each site iterates over its own DEPT fragment; each substituted query scans the whole EMP
+    copy (every fragment, its own and the received ones): scanned = substituted x |EMP|."""
+    emp, dept = _tables()
+    con = duckdb.connect()
+    con.register("emp", emp)
+    con.register("dept", dept)
+    sites = ix.count_join(SCALE, SEED, n, "emp")
+    assert sum(q.dept_rows for q in sites) == dept.num_rows
+    assert sum(q.emp_rows for q in sites) == emp.num_rows  # the fragments partition EMP
+    dept_frags = ix._uniform(dept, n)
+    for s, q in enumerate(sites):
+        assert q.emp_rows + q.emp_received_rows == emp.num_rows  # a complete copy
+        assert q.substituted == q.dept_rows == dept_frags[s].num_rows
+        assert q.scanned == q.substituted * emp.num_rows
+        assert q.tuples == q.dept_rows and q.blocks_random == 0  # the outer scan, no hash access
+        per_scan, rest = divmod(q.scanned_pages, q.substituted)
+        assert rest == 0  # every scan requests every page of the heap
+        assert 1000 <= per_scan * ix.PAGE_KB / SCALE <= 1400  # the 1,200-block EMP of §4
+        con.register("frag", dept_frags[s])
+        ((joined,),) = con.execute("SELECT count(*) FROM emp JOIN frag ON emp.dept = frag.dname"
+                                   ).fetchall()
+        assert q.joined == q.results == joined
+    assert sum(q.joined for q in sites) == emp.num_rows  # no tuple lost or duplicated
+
+
+def test_extrapolation_rule_scans_grow_with_the_square_of_the_scale():
+    """``query_work``: counts of tuples grow by factor, the per-DEPT-tuple scans by factor^2."""
+    q = ix.SiteQuery(tuples=3, joined=5, pages_seq=7, blocks_random=2, scanned=11,
+                     scanned_pages=13)
+    w = ix.query_work(q, 10.0)
+    assert w.tuples == 3 * 10 + 11 * 100
+    assert w.joined == 5 * 10
+    assert w.kb_seq == pytest.approx((7 * 10 + 13 * 100) * ix.PAGE_KB)
+    assert w.blocks_random == 2 * 10
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_extrapolation_rule_is_exact_between_two_scales_run_both_ways(n):
+    """Run the EMP-moved join at 0.1 and at 0.2 (both small enough to run) and take both to the
+    paper's size: the scans' tuples agree exactly, their pages to rounding, the priced times to
+    1%. A linear factor (what the DEPT-moved join uses) would be off by the ratio of the scales."""
+    small, large = (ix.count_join(scale, SEED, n, "emp") for scale in (0.1, 0.2))
+    for a, b in zip(small, large, strict=True):
+        scans_a = dataclasses.replace(a, tuples=0, joined=0, pages_seq=0, blocks_random=0)
+        scans_b = dataclasses.replace(b, tuples=0, joined=0, pages_seq=0, blocks_random=0)
+        wa, wb = ix.query_work(scans_a, 1 / 0.1), ix.query_work(scans_b, 1 / 0.2)
+        assert wa.tuples == pytest.approx(wb.tuples, rel=1e-12)
+        assert wa.kb_seq == pytest.approx(wb.kb_seq, rel=0.02)
+        assert (a.scanned / 0.1) / (b.scanned / 0.2) == pytest.approx(0.5)  # linear: wrong
+    rows = {s: {(r["row"], r["column"]): r["value"] for r in run_experiment(
+        "ingres.join", scale=s, moved="dept,emp") if r["row"].startswith("emp_moved")}
+        for s in (0.1, 0.2)}
+    assert rows[0.1] and rows[0.1].keys() == rows[0.2].keys()
+    for key, v in rows[0.1].items():
+        assert rows[0.2][key] == pytest.approx(v, rel=0.01), key
+
+
+def test_moved_parameter():
+    only_emp = run_experiment("ingres.join", quick=True, moved="emp")
+    assert not [r for r in only_emp if r["row"].startswith(("dist_2", "dist_3"))]
+    assert [r for r in only_emp if r["row"].startswith("emp_moved_dist_3_sites")]
+    assert not [r for r in only_emp if r["metric"] == "slowdown_factor"]  # needs both
+    with pytest.raises(ix.ExperimentError, match="moved"):
+        run_experiment("ingres.join", quick=True, moved="salary")
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_retrieve_returns_every_tuple_once(n):
     emp, _ = _tables()
@@ -126,6 +207,7 @@ def test_experiments_store_rows_and_the_report_shows_the_cells(tmp_path):
         reproduced = [c for c in published if (table, c["row"], c["column"]) in compared]
         assert len(reproduced) + len(calibration) == len(published)
     assert any(c.get("calibration") for c in report.cells)
+    assert ("Section 5", "move_emp_instead_of_dept", "na") in compared  # §5's "about 20 times"
 
 
 def test_rows_at_two_scales_agree():
@@ -181,13 +263,32 @@ def _published_rows() -> list[dict]:
                          "reference": c["reference"], "row": c["row"], "column": c["column"],
                          "parameters": {}, "metric": c["metric"], "value": float(c["value"]),
                          "unit": "s", "clock": "modeled"})
+    # §5: "the two and three site versions ... about 20 times slower": one number for both
+    for column in ("na", "dist_3_sites"):
+        rows.append({"paper": "ingres", "experiment": "ingres.join", "reference": "Section 5",
+                     "row": "move_emp_instead_of_dept", "column": column, "parameters": {},
+                     "metric": "slowdown_factor", "value": 20.0, "unit": "ratio",
+                     "clock": "modeled"})
     return rows
 
 
 FINDINGS = ["ingres.local_db_overhead", "ingres.updates_finish_sooner_on_more_sites",
             "ingres.three_sites_respond_faster", "ingres.total_cpu_constant_with_sites",
-            "ingres.foreign_db_slower_than_local"]
-KNOWN_FAILURES = {"ingres.local_db_overhead", "ingres.foreign_db_slower_than_local"}
+            "ingres.foreign_db_slower_than_local", "ingres.moving_emp_is_an_order_slower"]
+UPDATE_REASON = ("known failure on the model's update benchmark: local overhead +9% of elapsed "
+                 "(paper +19%), foreign +26% (paper +6%)")
+KNOWN_FAILURES = {
+    "ingres.local_db_overhead": UPDATE_REASON,
+    "ingres.foreign_db_slower_than_local": UPDATE_REASON,
+    # the model prices every EMP tuple a scan examines like a tuple the retrieve returns
+    # (instr_query_tuple, calibrated on Table 3: ~3.5 ms of 11/780): 750 x 30,000 of them per
+    # site make the EMP-moved join ~230x (2 sites) and ~215x (3 sites) slower, not ~20x; with
+    # that CPU at 0 the rereading of the heap alone gives ~15x
+    "ingres.moving_emp_is_an_order_slower": (
+        "known failure: EMP moved is x233 (2 sites) and x217 (3 sites) slower on the model, not "
+        "about 20: a scanned tuple that fails the qualification costs as much as one the "
+        "retrieve returns"),
+}
 
 
 @pytest.mark.parametrize("name", FINDINGS)
@@ -198,8 +299,7 @@ def test_findings_pass_on_the_papers_numbers(name):
 
 @pytest.mark.parametrize("name", [
     n if n not in KNOWN_FAILURES else pytest.param(n, marks=pytest.mark.xfail(
-        strict=True, raises=AssertionError, reason="known failure on the model's update benchmark: local "
-        "overhead +9% of elapsed (paper +19%), foreign +26% (paper +6%)"))
+        strict=True, raises=AssertionError, reason=KNOWN_FAILURES[n]))
     for n in FINDINGS])
 def test_findings_on_minidbs_model(model_rows, name):
     verdict = _verdict(model_rows, name)
@@ -218,6 +318,10 @@ BROKEN = {
     "ingres.total_cpu_constant_with_sites": (VAXES, {"instr_packet": 4_000_000.0}),
     # an 11/750 master a hundred times an 11/780: the foreign data base gets faster
     "ingres.foreign_db_slower_than_local": (("vax750_ethernet",), {"mips": 100.0}),
+    # scanning costs nothing (no CPU per tuple examined, no OS or disk time per KiB read): a scan
+    # of the EMP heap per DEPT tuple is no dearer than a hashed access
+    "ingres.moving_emp_is_an_order_slower": (VAXES, {"instr_query_tuple": 0.0, "instr_os_kb": 0.0,
+                                                     "disk_transfer_mb_s": 1e9}),
 }
 
 
@@ -237,3 +341,19 @@ def test_findings_fail_on_broken_rows():
             if r["row"].startswith("dist_3_sites"):
                 r["value"] *= 1.5
     assert _verdict(rows, "ingres.updates_finish_sooner_on_more_sites").status == "fail"
+
+
+def test_moving_emp_fails_on_rows_with_the_ratio_set_to_2():
+    rows = _published_rows()
+    for r in rows:
+        if r["metric"] == "slowdown_factor" and r["column"] == "na":
+            r["value"] = 2.0
+    assert _verdict(rows, "ingres.moving_emp_is_an_order_slower").status == "fail"
+
+
+def test_moving_emp_bar_is_a_factor_of_2_around_the_papers_20():
+    from minidb.experiments.ingres_findings import MOVE_EMP_BAR
+
+    (cell,) = [c for c in load_reference("ingres").to_pylist()
+               if c["row"] == "move_emp_instead_of_dept"]
+    assert MOVE_EMP_BAR == (float(cell["value"]) / 2, float(cell["value"]) * 2) == (10, 40)

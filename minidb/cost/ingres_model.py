@@ -35,6 +35,8 @@ Where the pieces come from:
 * §5: a join is solved by tuple substitution over the smaller relation (DEPT); each substituted
   query reaches EMP through its hash structure. In the 2- and 3-site cases every site first sends
   its DEPT fragment to every other site (no broadcast in 4.1cBSD, §2), one transfer after another.
+  When EMP is the relation sent instead, the copy is a heap and each substituted query scans it:
+  the same prices apply (a tuple examined, a KiB read), there are just far more of them.
 
 Elapsed time:
 
