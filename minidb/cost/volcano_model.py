@@ -15,6 +15,18 @@ shared    * the lock of every buffer pool it calls (§5): held ``lock_hold_unfix
           * the system bus (§3.1: 53 MB/s for all CPUs): every byte a disk transfers and every
             record copied
 
+The pool locks are spin locks, one byte of shared memory each (§6.1). A waiting process spins
+on the byte with test-and-set, and on the Symmetry a test-and-set takes the byte's cache line
+over the bus like a write (§3.1). So passing the lock on is not free when many wait: the
+releasing and the next holder must win the line back from the spinners ("the hardware
+negotiation for the exclusive ownership of this lock byte is relatively slow", §6.1; Anderson
+1989, the paper's reference 36, measures the same for spin-on-test-and-set). The model charges
+every lock call a handoff of ``spin_transfers`` line transfers (``cache_line_bytes`` over the
+bus) per other process queued at that lock (``spin_handoff_s``): the lock is held up, the bus
+carries the line, and nobody holds the lock meanwhile. The handoff counts as waiting (Table II's
+"Total wait" ran from a request to its grant), not as holding. With no other process queued it
+costs nothing.
+
 The shared resources are queueing centres of a closed network with one customer per process,
 solved by approximate mean value analysis (Bard and Schweitzer's iteration; Lazowska et al.,
 *Quantitative System Performance*, 1984, §7.4): a process arriving at a centre finds the other
@@ -31,8 +43,10 @@ packet sent or received, ``instr_buffer_call`` per buffer-manager call) plus the
 of a grouped unfix (``GATHER_INSTRUCTIONS``).
 
 Not modeled: cache effects (process-to-processor affinity, Table IV; the cache side of record
-alignment, §4.2), the spin lock's bus traffic under contention beyond its queueing (§6.1), and
-phases (the model spreads a process's demands evenly over its run).
+alignment, §4.2), the spinners' traffic slowing other transfers on the bus (the handoff is
+charged to the lock it holds up, not queued at the bus centre as well), and phases (the model
+spreads a process's demands evenly over its run, so the burst of lock requests at the start of
+the flush that §6.1 staggers is not in it).
 """
 
 from __future__ import annotations
@@ -121,14 +135,44 @@ def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndar
     return own, demand, names
 
 
-def solve(own: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """Time of each process at each centre (approximate MVA, one customer per process)."""
+def spin_handoff_s(profile: HardwareProfile) -> float:
+    """Seconds one spinning process adds to each handoff of a pool lock (§6.1): ``spin_transfers``
+    bus transfers of the lock byte's cache line, each ``cache_line_bytes`` over the bus."""
+    if not profile.spin_transfers or not profile.cache_line_bytes or not profile.interconnect_mbit_s:
+        return 0.0
+    line_s = profile.cache_line_bytes / (profile.interconnect_mbit_s / 8 * 1e6)
+    return profile.spin_transfers * line_s
+
+
+def lock_handoffs(run: SortRun, profile: HardwareProfile, centres: int) -> np.ndarray:
+    """Per process and centre, the handoff seconds each other queued process adds (§6.1): the
+    process's calls at a pool lock times ``spin_handoff_s``; zero at the channels and the bus."""
+    setup, counters = run.setup, run.buffer.counters
+    n, pools = setup.processes, setup.pools
+    calls = (counters.per_process(n, pools, "unfix") + counters.per_process(n, pools, "fix")
+             + counters.per_process(n, pools, "release"))
+    handoff = np.zeros((n, centres))
+    handoff[:, :pools] = calls * spin_handoff_s(profile)
+    return handoff
+
+
+def others_queued(own: np.ndarray, time_at: np.ndarray) -> np.ndarray:
+    """The mean number of other processes at each centre, as each process finds it there."""
+    cycle = own + time_at.sum(axis=1)
+    queue = time_at / np.where(cycle > 0, cycle, 1.0)[:, None]   # mean queue per process
+    return queue.sum(axis=0)[None, :] - queue
+
+
+def solve(own: np.ndarray, demand: np.ndarray, handoff: np.ndarray | None = None) -> np.ndarray:
+    """Time of each process at each centre (approximate MVA, one customer per process).
+
+    ``handoff``: seconds each other queued process adds to a process's demand at a centre
+    (the spin lock's handoffs, ``lock_handoffs``); the demand then grows with the queue."""
     time_at = demand.copy()
     for _ in range(ITERATIONS):
-        cycle = own + time_at.sum(axis=1)
-        queue = time_at / np.where(cycle > 0, cycle, 1.0)[:, None]   # mean queue per process
-        others = queue.sum(axis=0)[None, :] - queue
-        updated = demand * (1.0 + others)
+        others = others_queued(own, time_at)
+        served = demand if handoff is None else demand + handoff * others
+        updated = served * (1.0 + others)
         if np.max(np.abs(updated - time_at)) <= TOLERANCE * max(1.0, float(updated.max(initial=0))):
             time_at = updated
             break
@@ -139,7 +183,9 @@ def solve(own: np.ndarray, demand: np.ndarray) -> np.ndarray:
 def price(run: SortRun, profile: HardwareProfile) -> SortTime:
     """The modeled elapsed time and lock statistics of ``run`` on ``profile``."""
     own, demand, names = demands(run, profile)
-    time_at = solve(own, demand)
+    handoff = lock_handoffs(run, profile, len(names))
+    time_at = solve(own, demand, handoff)
+    spin = handoff * others_queued(own, time_at)
     pools = run.setup.pools
     startup = run.setup.processes * profile.operator_startup_ms / 1e3
     per_process = []
@@ -148,6 +194,7 @@ def price(run: SortRun, profile: HardwareProfile) -> SortTime:
             "own_s": float(own[p]),
             "lock_hold_s": float(demand[p, :pools].sum()),
             "lock_wait_s": float((time_at[p, :pools] - demand[p, :pools]).sum()),
+            "lock_handoff_s": float(spin[p, :pools].sum()),
             "channel_s": float(time_at[p, pools:-1].sum()),
             "bus_s": float(time_at[p, -1]),
             "elapsed_s": float(own[p] + time_at[p].sum() + startup),

@@ -24,8 +24,9 @@ the total pool-lock hold and wait (sums over processes, as Table II), and the wa
 minidb's own run beside them. Cells compare with the paper only at ``scale`` 1.
 
 Steps the model cannot show, and why (``minidb report`` lists their findings as not checked):
-staggered flushes (Figure 6: the cost is bus traffic of a spin lock under contention, which the
-queueing model does not have), processor affinity (Table IV: caches are not modeled), and the
+staggered flushes (Figure 6: the model has the spin lock's slow handoff under contention, but
+no phases, so not the burst of lock requests when every process starts its flush), processor
+affinity (Table IV: caches are not modeled), and the
 cache side of record alignment (Figure 3; the padding side is modeled, see ``volcano.final``).
 """
 

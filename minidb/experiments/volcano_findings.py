@@ -243,8 +243,10 @@ def _align_first(rows):
          "Delaying each process's flush by a few milliseconds removes the bus contention peak "
          "and barely changes the elapsed time", "volcano.final")
 def _stagger(rows):
-    return _cause_not_in_model("the pool lock is a queue in the model; the spin lock's bus "
-                               "traffic, which staggering relieves, is not in it")
+    return _cause_not_in_model("the model has the spin lock's handoff under contention but no "
+                               "phases: it spreads each process's lock calls evenly over its "
+                               "run, so the burst of flush requests that staggering spreads out "
+                               "is not in it")
 
 
 @finding("volcano.affinity_small_effect", "volcano", "§6.2, Table IV",
