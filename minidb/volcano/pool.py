@@ -1,11 +1,27 @@
-"""The shared buffer of a Volcano machine: one or several pools, each behind its own lock.
+"""The shared buffer of a Volcano machine: bounded pools of clusters, each behind its own lock.
 
-Volcano's buffer is shared by every process (§2.1). A *pool lock* guards each pool's hash
-tables and chains; it is held while a cluster is looked up, entered, unfixed or dropped, never
-during I/O. §5 found it was the hot spot of the initial parallel sort, and §5.1 split the buffer
-into several pools: a device's clusters go to pool ``device mod pools``.
+Volcano's buffer is shared by every process (§2.1). Its unit is the *cluster* (§2.1, §4.1): a
+cluster comes in when it is *fixed* (read from disk, or allocated to be filled), stays while it
+is fixed, and once every fix is given back it may be replaced. When a new cluster needs room,
+the buffer manager replaces clusters "from the bottom of its LRU list" (§4.1), and the
+operators' *hints* bend the order (§4.1 footnote): a tossed cluster goes first, a kept one only
+when nothing else can. A *pool lock* guards each pool's tables; it is held while a cluster is
+looked up, entered, unfixed or dropped, never during I/O. §5 found it was the hot spot of the
+initial parallel sort, and §5.1 split the buffer into several pools: a device's clusters go to
+pool ``device mod pools``.
 
-``SharedBuffer`` counts every buffer-manager call: which process made it, on which pool (that is,
+What is modeled here. ``ClusterPool`` is one pool: a fixed number of cluster frames, a fix
+count per frame (a scan fixes a cluster once with a count of its records, §5.2, and every
+record unfix gives one back), a dirty bit, a keep / toss hint, and a replacement policy, LRU by
+default. The policy is any registered ``buffer_policy`` (``minidb.buffer``), and the hints are
+applied by the same function as in the single-node ``BufferManager`` (``choose_victim``), so
+there is one LRU in minidb. A fixed cluster is never replaced; a pool whose every frame is
+fixed refuses the next cluster with an error that names its size. Counters per pool
+(``PoolCounters``): hits, misses (a cluster read from disk), allocations (a new cluster to be
+filled), evictions, dirty clusters written when replaced, and writes of the final flush.
+
+``SharedBuffer`` holds the pools (``clusters``: their sizes; None: no frames, calls counted
+only) and counts every buffer-manager call: which process made it, on which pool (that is,
 which lock it took) and what for:
 
 ``fix``     a cluster entered the buffer: read from disk, or allocated to be filled (an exchange
@@ -13,11 +29,20 @@ which lock it took) and what for:
             holds, as Volcano's file scan fixes a cluster's load of records in one call (§5.2).
 ``release`` a whole cluster given up at once (a run cluster once written, a merge input cluster
             once consumed): one call per cluster.
-``unfix``   records given back by an operator, as its ``unfix`` scheme groups them (§5.2).
+``unfix``   records given back by an operator, as its ``unfix`` scheme groups them (§5.2);
+            records a gatherer still holds keep their cluster fixed (§5.2's warning that
+            grouping "may increase buffer contention").
 
-The pool lock is a real ``threading.Lock`` per pool here (processes are threads), and the
-counters are updated under it, so the counts are exact whatever the interleaving. Fixes and
-unfixes are balanced: every record fixed is unfixed exactly once (``balanced``).
+The pool lock is a real ``threading.Lock`` per pool here (processes are threads); the counters
+and the frames are updated under it, so the counts are exact whatever the interleaving. Fixes
+and unfixes are balanced: every record fixed is unfixed exactly once (``balanced``).
+
+Left out on purpose: no bytes are held (a frame is a cluster id; the records live in numpy
+arrays), so clusters of one size per buffer, not the variable-sized segments of §4.1; no
+descriptor locks (the pool lock covers a frame's fix count); no read-ahead or write-behind
+daemon (§7: Volcano did not use it either). Exchange packets are counted as calls but take no
+frames: they live in the port's memory. The sort's space is the sort's own array, beside the
+pools (the pools get the paper's 15 MB of I/O buffer, see ``SortSetup.buffer_size``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,14 @@ sort space) and by the *driver* (once an output record is written). ``SharedBuff
 calls each unfix scheme makes, and the cluster-level calls (a cluster read or allocated, a run
 cluster given up) on the pool of the cluster's device.
 
+The disk clusters pass through the bounded pools (``minidb.volcano.pool``): an input cluster is
+read, fixed with its records and tossed once the filter is done with them; a run cluster is
+allocated, written and dropped at once; a merge input cluster is read, consumed and tossed; an
+output cluster is allocated dirty, fixed with its records, tossed once the driver unfixed them,
+and written when it is replaced or by the flush at the end. The clusters read from disk are the
+pool's misses, and those are what the work counters charge: a cluster the pool had to read
+twice would cost two reads. With the paper's buffer (``SortSetup.buffer_size``) none is.
+
 Counters per process (``ProcessWork``): records scanned, sent and received; exchange packets;
 quicksort and merge comparisons; record copies; clusters read sequentially (input), written
 sequentially (runs, output) and read at random (merge input, which jumps between runs); bytes
