@@ -60,6 +60,33 @@ class BufferCounters:
         return BufferCounters(**{k: v - getattr(before, k) for k, v in asdict(self).items()})
 
 
+def choose_victim(policy: ReplacementPolicy, pins: np.ndarray, hint: np.ndarray) -> int:
+    """The frame to replace, or -1 when every frame is pinned: Volcano's hints over a policy.
+
+    A tossed unpinned frame goes first; otherwise the policy chooses among the unpinned frames
+    without a keep hint, and among all unpinned frames only when every one is kept. Shared by
+    ``BufferManager`` and Volcano's cluster pools (``minidb.volcano.pool``), so both apply the
+    hints the same way whatever the policy."""
+    unpinned = np.flatnonzero(pins == 0)
+    if not len(unpinned):
+        return -1
+    hints = hint[unpinned]
+    tossed = unpinned[hints == _TOSS]
+    if len(tossed):
+        return int(tossed[0])
+    plain = unpinned[hints == _NO_HINT]
+    offered = plain if len(plain) else unpinned
+    victim = int(policy.choose_victim(offered))
+    # one of the candidates: unpinned, and not kept while unhinted frames exist
+    if not (0 <= victim < len(pins) and pins[victim] == 0
+            and (len(plain) == 0 or hint[victim] == _NO_HINT)):
+        raise MinidbError(
+            f"replacement policy {policy.name!r} chose frame {victim}, "
+            "which is not one of the candidates it was offered"
+        )
+    return victim
+
+
 class BufferManager:
     """A fixed number of page frames over one ``Disk``, with a pluggable replacement policy."""
 
@@ -231,24 +258,11 @@ class BufferManager:
         empty = np.flatnonzero(self.frame_page < 0)
         if len(empty):
             return int(empty[0])
-        unpinned = np.flatnonzero(self.pins == 0)
-        if not len(unpinned):
+        victim = choose_victim(self.policy, self.pins, self.hint)
+        if victim < 0:
             raise BufferPoolFullError(
                 f"all {self.num_frames} buffer frames are pinned; raise buffer_pages or fix fewer pages at once"
             )
-        hints = self.hint[unpinned]
-        tossed = unpinned[hints == _TOSS]
-        if len(tossed):
-            victim = int(tossed[0])
-        else:
-            plain = unpinned[hints == _NO_HINT]
-            offered = plain if len(plain) else unpinned
-            victim = int(self.policy.choose_victim(offered))
-            if victim not in set(offered.tolist()):  # pinned, or kept while unhinted pages exist
-                raise MinidbError(
-                    f"replacement policy {self.policy.name!r} chose frame {victim}, "
-                    "which is not one of the candidates it was offered"
-                )
         self._evict(victim, write=True)
         return victim
 

@@ -13,8 +13,8 @@ sharing one buffer in shared memory. This package rebuilds that node model:
 ``unfix``     the ways of unfixing records in the buffer: one call per record, or calls
               gathered in process-private space (procedure or macro, one entry or a small hash
               table) (§5, §5.2)
-``pool``      the shared buffer's pools and their locks, with every acquisition counted (§2.1,
-              §5, §5.1)
+``pool``      the shared buffer: bounded pools of clusters with LRU and keep / toss hints,
+              each behind its lock, with every acquisition counted (§2.1, §4.1, §5, §5.1)
 ``psort``     the parallel external sort: range redistribution by quantiles through exchange,
               quicksort runs as large as the sort space, merges, the last merge in ``next``
               (§2.2, §2.3)

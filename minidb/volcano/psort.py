@@ -23,6 +23,14 @@ sort space) and by the *driver* (once an output record is written). ``SharedBuff
 calls each unfix scheme makes, and the cluster-level calls (a cluster read or allocated, a run
 cluster given up) on the pool of the cluster's device.
 
+The disk clusters pass through the bounded pools (``minidb.volcano.pool``): an input cluster is
+read, fixed with its records and tossed once the filter is done with them; a run cluster is
+allocated, written and dropped at once; a merge input cluster is read, consumed and tossed; an
+output cluster is allocated dirty, fixed with its records, tossed once the driver unfixed them,
+and written when it is replaced or by the flush at the end. The clusters read from disk are the
+pool's misses, and those are what the work counters charge: a cluster the pool had to read
+twice would cost two reads. With the paper's buffer (``SortSetup.buffer_size``) none is.
+
 Counters per process (``ProcessWork``): records scanned, sent and received; exchange packets;
 quicksort and merge comparisons; record copies; clusters read sequentially (input), written
 sequentially (runs, output) and read at random (merge input, which jumps between runs); bytes
@@ -39,15 +47,16 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from minidb.datagen.sortrec import SCHEMA
 from minidb.errors import MinidbError
 from minidb.parallel.partitioners import Partitioner
+from minidb.plugins import lookup
 from minidb.volcano.exchange import RecordsSource, SharedMemoryExchange
-from minidb.volcano.pool import SharedBuffer, cluster_id
+from minidb.volcano.pool import PoolCounters, SharedBuffer, cluster_id
 from minidb.volcano.records import RECORD_BYTES, RECORD_DTYPE, Layout
 from minidb.volcano.unfix import scheme
 
@@ -55,6 +64,10 @@ MB = 1024 * 1024
 QUANTILES = ("given", "sampled")
 SAMPLE_PER_PROCESS = 1000
 SCAN_CLUSTERS = 32
+RUN_CLUSTERS = 1 << 36
+"""Run files start at this cluster number of a process's disk (the input is below it)."""
+OUTPUT_CLUSTERS = 1 << 38
+"""The output file starts at this cluster number of a process's disk."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,10 @@ class SortSetup:
     flow_control: int | None = 4
     quantiles: str = "given"
     seed: int = 0
+    buffer_clusters: int | None = None
+    """Clusters the shared buffer holds; None: the paper's I/O buffer (see ``buffer_size``)."""
+    buffer_policy: str = "lru"
+    """The replacement policy of every pool (a registered ``buffer_policy``; §4.1: LRU)."""
 
     def __post_init__(self) -> None:
         if self.processes < 1:
@@ -82,6 +99,16 @@ class SortSetup:
                 f"{self.sort_space_bytes} bytes of sort space over {self.processes} processes "
                 f"leave under 3 clusters of {self.cluster_bytes} bytes each; a merge needs two "
                 "inputs and an output")
+        lookup("buffer_policy", self.buffer_policy)  # an unknown policy is an error now too
+        if self.buffer_clusters is not None:
+            for q, size in enumerate(self.pool_clusters):
+                need = self.pinned_per_process * self.disks_in_pool(q)
+                if size < need:
+                    raise MinidbError(
+                        f"a buffer of {self.buffer_clusters} clusters gives pool {q} {size} "
+                        f"clusters, but its {self.disks_in_pool(q)} processes may fix {need} at "
+                        f"once ({self.pinned_per_process} each with unfix {self.unfix!r}): give "
+                        f"buffer_clusters at least {self.pinned_per_process * self.processes}")
 
     @property
     def layout(self) -> Layout:
@@ -95,6 +122,32 @@ class SortSetup:
     @property
     def fan_in(self) -> int:
         return self.space_clusters - 1
+
+    @property
+    def pinned_per_process(self) -> int:
+        """Clusters one process may have fixed in the buffer at once: the cluster its scan (or
+        driver) is on and those its gatherer still holds, plus a run or merge cluster."""
+        return scheme(self.unfix).entries + 2
+
+    @property
+    def buffer_size(self) -> int:
+        """Clusters in the shared buffer. By default the paper's I/O buffer: 15 MB beside 12 MB
+        of sort space (§3.2; Table I doubles both), i.e. 5/4 of the sort space, and never less
+        than the sort may fix at once (a run scaled far down)."""
+        if self.buffer_clusters is not None:
+            return self.buffer_clusters
+        paper = -(-self.sort_space_bytes * 5 // 4 // self.cluster_bytes)
+        return max(paper, self.pinned_per_process * self.processes)
+
+    def disks_in_pool(self, pool: int) -> int:
+        return len(range(pool, self.processes, self.pools))
+
+    @property
+    def pool_clusters(self) -> list[int]:
+        """Each pool's share of the buffer, in proportion to the disks it serves (§5.1: a
+        device's clusters go to pool ``device mod pools``)."""
+        return [self.buffer_size * self.disks_in_pool(q) // self.processes
+                for q in range(self.pools)]
 
 
 @dataclass
@@ -139,6 +192,13 @@ class SortRun:
     work: list[ProcessWork]
     buffer: SharedBuffer
     wall_s: float = 0.0
+    run_clusters: list[int] = field(default_factory=list)
+    """Clusters of run files allocated so far on each process's disk."""
+
+    def buffer_counters(self, pool: int | None = None) -> PoolCounters:
+        """What the bounded buffer did with clusters (hits, misses, evictions, dirty writes),
+        over all pools or for one."""
+        return self.buffer.pool_counters(pool)
 
     def output(self) -> np.ndarray:
         """All output records in order (the concatenation of the ranges)."""
@@ -146,7 +206,8 @@ class SortRun:
 
     def counts_only(self) -> SortRun:
         """This run without its output records (what pricing needs, a few KB to keep)."""
-        return SortRun(self.setup, [], self.bounds, self.work, self.buffer, self.wall_s)
+        return SortRun(self.setup, [], self.bounds, self.work, self.buffer, self.wall_s,
+                       self.run_clusters)
 
     def total(self) -> ProcessWork:
         out = ProcessWork()
@@ -206,12 +267,13 @@ def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads
     start = time.perf_counter()
     parts = input_partitions(records, n)
     bounds = quantiles(parts, n, setup.quantiles, setup.seed)
-    buffer = SharedBuffer(setup.pools, scheme(setup.unfix))
+    buffer = SharedBuffer(setup.pools, scheme(setup.unfix), clusters=setup.pool_clusters,
+                          policy=setup.buffer_policy)
     exchange = SharedMemoryExchange(
         "redistribute", n, packet_bytes=setup.layout.records_per_cluster * RECORD_BYTES,
         flow_control=setup.flow_control if runtime == "threads" else None)
     run = SortRun(setup, [np.empty(0, RECORD_DTYPE)] * n, bounds,
-                  [ProcessWork() for _ in range(n)], buffer)
+                  [ProcessWork() for _ in range(n)], buffer, run_clusters=[0] * n)
     bodies = [(_produce, (p, parts[p], run, exchange), f"volcano-producer-{p}")
               for p in range(n)]
     bodies += [(_sort, (c, run, exchange), f"volcano-sort-{c}") for c in range(n)]
@@ -229,6 +291,7 @@ def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads
             w.join()
     if exchange.failed is not None:
         raise MinidbError(f"parallel sort failed: {exchange.failed}") from exchange.failed
+    buffer.flush()  # the output clusters still in the buffer go to disk
     run.wall_s = time.perf_counter() - start
     return run
 
@@ -281,15 +344,15 @@ def _produce(p: int, data: np.ndarray, run: SortRun, exchange: SharedMemoryExcha
         step = per_cluster * SCAN_CLUSTERS
         for first in range(0, len(data), step):
             batch = data[first:first + step]
-            clusters = -(-len(batch) // per_cluster)
-            buffer.fix(p, p, clusters, len(batch))
-            work.clusters_read_sequential += clusters
-            work.bus_bytes += clusters * setup.cluster_bytes
             work.records_scanned += len(batch)
             yield batch
-            # the filter is done with the records once they are routed
+            # each cluster is fixed as the scan reaches it, with a count of its records, and
+            # the filter unfixes the records once they are routed, then tosses the cluster
             numbers = (first + np.arange(len(batch), dtype=np.int64)) // per_cluster
-            buffer.unfix(p, "filter", cluster_id(p, numbers))
+            ids, counts = np.unique(cluster_id(p, numbers), return_counts=True)
+            read = buffer.stream(p, "filter", p, ids, counts, cluster_id(p, numbers))
+            work.clusters_read_sequential += read  # a cluster read again is read again
+            work.bus_bytes += read * setup.cluster_bytes
         buffer.close(p, "filter")
 
     split = exchange.producer(RecordsSource(scan(), SCHEMA), p,
@@ -317,13 +380,14 @@ def _sort(c: int, run: SortRun, exchange: SharedMemoryExchange) -> None:
     space: list[np.ndarray] = []
     held = 0
     runs: list[np.ndarray] = []
+    run_ids: list[np.ndarray] = []  # the clusters of each run on the process's disk
 
     def spill() -> None:
         nonlocal space, held
         data = np.concatenate(space)
         runs.append(data[np.argsort(data["key"], kind="stable")])
         work.quicksort_comparisons += len(data) * math.log2(max(2, len(data)))
-        _write_clusters(c, len(data), run, copies=True)
+        run_ids.append(_write_clusters(c, len(data), run, copies=True))
         space, held = [], 0
 
     per_packet = layout.records_per_cluster
@@ -353,10 +417,11 @@ def _sort(c: int, run: SortRun, exchange: SharedMemoryExchange) -> None:
     if runs:
         work.runs = len(runs)
         while len(runs) > setup.fan_in:  # every level but the last is written back to disk
-            runs = [_merge(c, runs[i:i + setup.fan_in], run, final=False)
-                    for i in range(0, len(runs), setup.fan_in)]
+            merged = [_merge(c, runs[i:i + setup.fan_in], run_ids[i:i + setup.fan_in], run,
+                             final=False) for i in range(0, len(runs), setup.fan_in)]
+            runs, run_ids = [m for m, _ in merged], [i for _, i in merged]
             work.merge_levels += 1
-        output = _merge(c, runs, run, final=True)
+        output, _ = _merge(c, runs, run_ids, run, final=True)
         work.merge_levels += 1
     else:
         data = np.concatenate(space) if space else np.empty(0, RECORD_DTYPE)
@@ -366,34 +431,45 @@ def _sort(c: int, run: SortRun, exchange: SharedMemoryExchange) -> None:
     run.partitions[c] = output
 
 
-def _write_clusters(c: int, records: int, run: SortRun, copies: bool) -> None:
-    """Records copied into fresh clusters of process ``c``'s disk, written and given up."""
+def _write_clusters(c: int, records: int, run: SortRun, copies: bool) -> np.ndarray:
+    """Records copied into fresh clusters of process ``c``'s disk, written and given up at
+    once (dropped from the buffer: §4.1's toss); returns their cluster ids."""
     layout, buffer, work = run.setup.layout, run.buffer, run.work[c]
     clusters = layout.clusters(records)
-    buffer.fix(c, c, clusters, 0)
-    buffer.release(c, c, clusters)
+    ids = _allocate(run, c, clusters)
+    buffer.through(c, c, ids, new=True)
     work.clusters_written_sequential += clusters
     work.bus_bytes += clusters * run.setup.cluster_bytes
     if copies:
         work.record_copies += records
         work.bus_bytes += records * layout.record_bytes
+    return ids
 
 
-def _merge(c: int, runs: list[np.ndarray], run: SortRun, final: bool) -> np.ndarray:
-    """Merge ``runs``: read their clusters (at random: the merge jumps from run to run), and
-    unless this is the final merge write the result as one run of the next level."""
-    layout, buffer, work = run.setup.layout, run.buffer, run.work[c]
+def _allocate(run: SortRun, c: int, clusters: int) -> np.ndarray:
+    """``clusters`` new cluster ids for a run file on process ``c``'s disk."""
+    first = RUN_CLUSTERS + run.run_clusters[c]
+    run.run_clusters[c] += clusters  # only process c's threads touch entry c
+    return cluster_id(c, first + np.arange(clusters, dtype=np.int64))
+
+
+def _merge(c: int, runs: list[np.ndarray], ids: list[np.ndarray], run: SortRun,
+           final: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Merge ``runs``: read their clusters ``ids`` (at random: the merge jumps from run to run;
+    each is fixed, consumed and tossed), and unless this is the final merge write the result
+    as one run of the next level. Returns the merged records and their clusters."""
+    buffer, work = run.buffer, run.work[c]
     data = np.concatenate(runs)
     merged = data[np.argsort(data["key"], kind="stable")]
-    read = sum(layout.clusters(len(r)) for r in runs)
-    buffer.fix(c, c, read, 0)
-    buffer.release(c, c, read)
-    work.clusters_read_random += read
+    read_ids = np.concatenate(ids) if ids else np.empty(0, np.int64)
+    read = buffer.through(c, c, read_ids)
+    work.clusters_read_random += read  # a cluster read again is read again
     work.bus_bytes += read * run.setup.cluster_bytes
     work.merge_comparisons += len(merged) * math.log2(max(2, len(runs)))
+    out = np.empty(0, np.int64)
     if not final:
-        _write_clusters(c, len(merged), run, copies=True)
-    return merged
+        out = _write_clusters(c, len(merged), run, copies=True)
+    return merged, out
 
 
 def _drive(c: int, output: np.ndarray, run: SortRun) -> None:
@@ -403,11 +479,14 @@ def _drive(c: int, output: np.ndarray, run: SortRun) -> None:
     per_cluster = layout.records_per_cluster
     clusters = layout.clusters(len(output))
     work.records_out += len(output)
-    buffer.fix(c, c, clusters, len(output))
     work.record_copies += len(output)
     work.bus_bytes += len(output) * layout.record_bytes
-    numbers = (1 << 38) + np.arange(len(output), dtype=np.int64) // per_cluster
-    buffer.unfix(c, "driver", cluster_id(c, numbers))
+    # each output cluster is allocated (dirty: it is to be written), filled and fixed with its
+    # records; the driver unfixes them and the cluster is tossed, written when it is replaced
+    # or when the buffer is flushed at the end
+    numbers = OUTPUT_CLUSTERS + np.arange(len(output), dtype=np.int64) // per_cluster
+    ids, counts = np.unique(cluster_id(c, numbers), return_counts=True)
+    buffer.stream(c, "driver", c, ids, counts, cluster_id(c, numbers), new=True, dirty=True)
     buffer.close(c, "driver")
     work.clusters_written_sequential += clusters
     work.bus_bytes += clusters * run.setup.cluster_bytes
