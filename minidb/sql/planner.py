@@ -485,56 +485,47 @@ class Planner:
                 edge = None
             new, new_est = inputs[nxt], estimates[nxt]
             if edge is not None and getattr(join_class(self.hints), "needs_inner_table", False):
+                first = next(iter(joined)) if len(joined) == 1 else None  # still one table
                 op, est = self._index_join(edge, nxt, stored, current, cur_est, new, new_est,
-                                           base=len(joined) == 1 and next(iter(joined)))
-                joined.add(nxt)
-                available |= set(new.schema.names)
-                current, cur_est = op, est
-                ready = [e.predicate() for e in edges if e.left in joined and e.right in joined]
-                edges = [e for e in edges if not (e.left in joined and e.right in joined)]
-                ready += [t for t in residual if t.columns() <= available]
-                residual = [t for t in residual if not t.columns() <= available]
-                if ready:
-                    current = Filter(current, conjunction(ready))
-                    cur_est *= DEFAULT_SELECTIVITY ** len(ready)
-                continue
-            # the smaller input (by estimate) is the hash join's build input / the NL inner
-            if cur_est <= new_est:
-                small, big, small_est, big_est = current, new, cur_est, new_est
+                                           first)
             else:
-                small, big, small_est, big_est = new, current, new_est, cur_est
-            build_pages = math.ceil(small_est / tuples_per_page(self.ctx.page_size, small.schema))
-            fits = build_pages <= self.memory_pages - 1
-            if edge is not None and self.hints.join != "nested_loops" and (fits or self.hints.join):
-                from minidb.exec.join.hash_join import HashJoin
-
-                algorithm = join_class(self.hints) or HashJoin
-                if small is new:
-                    bkey = edge.right_col if edge.right == nxt else edge.left_col
+                # the smaller input (by estimate) is the hash join's build input / the NL inner
+                if cur_est <= new_est:
+                    small, big, small_est, big_est = current, new, cur_est, new_est
                 else:
-                    bkey = edge.left_col if edge.right == nxt else edge.right_col
-                pkey = edge.right_col if bkey == edge.left_col else edge.left_col
-                op = algorithm(self.ctx, small, big, bkey, pkey, self.memory_pages)
-                chosen = f"{self.hints.join} join" if algorithm is not HashJoin else "hash join"
-                self.note(op, f"{chosen} on {bkey} = {pkey}: build on the smaller input "
-                              f"(est. {small_est:.0f} tuples, ~{build_pages} pages), probe with "
-                              f"est. {big_est:.0f}")
-                est = small_est
-            else:
-                from minidb.exec.join.nested_loops import NestedLoopsJoin
+                    small, big, small_est, big_est = new, current, new_est, cur_est
+                build_pages = math.ceil(small_est / tuples_per_page(self.ctx.page_size, small.schema))
+                fits = build_pages <= self.memory_pages - 1
+                if edge is not None and self.hints.join != "nested_loops" and (fits or self.hints.join):
+                    from minidb.exec.join.hash_join import HashJoin
 
-                pred = edge.predicate() if edge is not None else None
-                op = NestedLoopsJoin(self.ctx, big, small, pred, self.memory_pages)
-                if edge is None:
-                    why = "no equality joins these tables (cross product)"
-                elif self.hints.join == "nested_loops":
-                    why = "hint 'nested_loops'"
+                    algorithm = join_class(self.hints) or HashJoin
+                    if small is new:
+                        bkey = edge.right_col if edge.right == nxt else edge.left_col
+                    else:
+                        bkey = edge.left_col if edge.right == nxt else edge.right_col
+                    pkey = edge.right_col if bkey == edge.left_col else edge.left_col
+                    op = algorithm(self.ctx, small, big, bkey, pkey, self.memory_pages)
+                    chosen = f"{self.hints.join} join" if algorithm is not HashJoin else "hash join"
+                    self.note(op, f"{chosen} on {bkey} = {pkey}: build on the smaller input "
+                                  f"(est. {small_est:.0f} tuples, ~{build_pages} pages), probe with "
+                                  f"est. {big_est:.0f}")
+                    est = small_est
                 else:
-                    why = (f"the smaller input, ~{build_pages} pages, would not fit a hash table "
-                           f"in {self.memory_pages - 1} pages")
-                self.note(op, f"nested-loops join ({why}); outer est. {big_est:.0f} tuples, "
-                              f"inner (the smaller) est. {small_est:.0f}")
-                est = small_est if edge is not None else cur_est * new_est
+                    from minidb.exec.join.nested_loops import NestedLoopsJoin
+
+                    pred = edge.predicate() if edge is not None else None
+                    op = NestedLoopsJoin(self.ctx, big, small, pred, self.memory_pages)
+                    if edge is None:
+                        why = "no equality joins these tables (cross product)"
+                    elif self.hints.join == "nested_loops":
+                        why = "hint 'nested_loops'"
+                    else:
+                        why = (f"the smaller input, ~{build_pages} pages, would not fit a hash table "
+                               f"in {self.memory_pages - 1} pages")
+                    self.note(op, f"nested-loops join ({why}); outer est. {big_est:.0f} tuples, "
+                                  f"inner (the smaller) est. {small_est:.0f}")
+                    est = small_est if edge is not None else cur_est * new_est
             joined.add(nxt)
             available |= set(new.schema.names)
             current, cur_est = op, est
@@ -551,19 +542,20 @@ class Planner:
         return current
 
     def _index_join(self, edge, nxt: int, stored: list[tuple], current: Operator,
-                    cur_est: float, new: Operator, new_est: float, base) -> tuple[Operator, float]:
+                    cur_est: float, new: Operator, new_est: float,
+                    first: int | None) -> tuple[Operator, float]:
         """An index nested-loops join (``minidb/exec/join/index_nested_loops.py``): the inner
         input is a stored table searched through its index on the join column, the outer one
         the other input. The new table is inner when it has such an index; so is the first
-        table (``base``: its index, when the joined input is still that one table), the larger
+        table (``first``, when the joined input is still that one table), the larger
         of the two when both do. A join neither of whose tables has one is refused."""
         from minidb.exec.join.index_nested_loops import IndexLookup, keyed_path
 
         new_key = edge.right_col if edge.right == nxt else edge.left_col
         cur_key = edge.left_col if edge.right == nxt else edge.right_col
         sides = [(new, new_key, stored[nxt], new_est, current, cur_key, cur_est)]
-        if base is not False and base is not None:
-            sides.append((current, cur_key, stored[base], cur_est, new, new_key, new_est))
+        if first is not None:
+            sides.append((current, cur_key, stored[first], cur_est, new, new_key, new_est))
         usable = []
         for inner, ikey, (table, filters, outputs), iest, outer, okey, oest in sides:
             column = dict(outputs)[ikey].name
