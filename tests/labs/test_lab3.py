@@ -45,6 +45,8 @@ def test_notebook_runs(tmp_path, monkeypatch):
     # Part F ran on the lab's own unfix.py: one call per cluster instead of one per record
     assert "student_grouped_1, 8 disks" in text and "'filter': '100,000 -> " in text
     assert "4-byte over 16-byte alignment" in text
+    # Part H repriced Part B's sorts with the lock as a plain queue (spin_transfers=0)
+    assert "plain queue s" in text and "handoffs s" in text
     assert "no stored Volcano runs" in text and "NOT CHECKED  volcano." in text
     assert ran.images >= 2, f"expected the lab's plots, got {ran.images} images"
     print(f"lab3 notebook ran in {ran.seconds:.1f} s")

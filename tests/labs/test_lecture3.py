@@ -187,8 +187,11 @@ def test_quoted_paper_numbers_are_the_reference_data(quote, cells):
 
 def test_failing_findings_are_explained():
     body = text().split("## 7.", 1)[1].split("## 8.", 1)[0]
-    for name in ("volcano.initial_speedup_stalls", "volcano.tuning_gain_low_parallelism"):
-        assert f"Finding `{name}` fails" in body
+    # the model's one known failure (tests/test_volcano_findings.py), and the finding the spin
+    # lock's handoff made pass, with the mechanism behind it
+    assert "Finding `volcano.tuning_gain_low_parallelism` fails" in body
+    assert "Finding `volcano.initial_speedup_stalls` passes" in body
+    assert "spin_transfers=0" in body
     for name in ("volcano.staggering_flushes_little_effect", "volcano.affinity_small_effect",
                  "volcano.alignment_cancels_at_first", "volcano.sixteen_pools_slightly_worse"):
         assert f"`{name}`" in body, f"say why {name} is not checked"
