@@ -52,7 +52,8 @@ PAPERS: dict[str, str] = {
 #: modules whose experiments register themselves when imported
 BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimizer",
                    "minidb.experiments.gamma_joins",
-                   "minidb.experiments.tandem", "minidb.experiments.lhstar",
+                   "minidb.experiments.tandem", "minidb.experiments.tandem_oltp",
+                   "minidb.experiments.lhstar",
                    "minidb.experiments.volcano", "minidb.experiments.ingres",
                    "minidb.experiments.commit")
 
