@@ -13,7 +13,7 @@ import pytest
 
 from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
 from minidb.txn.deadlock import GlobalDeadlockDetector, find_cycle, merge_graphs, youngest
-from minidb.txn.locks import COMPATIBLE, S, X, LockManager
+from minidb.txn.locks import COMPATIBLE, LockManager, S, X
 
 WAIT = 5.0  # seconds any single step may take before the test says what was slow
 

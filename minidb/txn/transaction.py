@@ -35,7 +35,10 @@ let go of the mutex and lock the keys not locked yet; repeat until a round finds
 and in that round run the statement. A REPEATABLE statement first locks the key range of its
 WHERE clause (bounds on the lock key: =, <, <=, >, >=, BETWEEN, IN; a strict bound is locked as
 inclusive; none means the whole table), so nobody can add a row to it between the rounds.
-A read of several tables (a join, a subquery) locks each table whole in S.
+A REPEATABLE UPDATE or DELETE locks the key range of its WHERE clause in X, not in S: with S,
+two transactions running the same ``UPDATE ... WHERE id = 3`` would both get the S range and
+then deadlock converting it to X (systems with an *update* mode U avoid that; this one has only
+S and X). A read of several tables (a join, a subquery) locks each table whole in S.
 
 The *lock key* of a table is its clustering or hash key, or else its first column
 (``lock_key``). A row whose lock key is NULL cannot be locked alone: the whole table is locked.
@@ -257,8 +260,8 @@ class Transaction:
         where = tree.args.get("where")
         if self.access == "repeatable":
             lo, hi, _ = key_bounds(where, key)
-            if lo is None or hi is None or lo <= hi:
-                self.locks.lock_range(self.id, table.name, lo, hi, S, self.lock_timeout)
+            if lo is None or hi is None or lo <= hi:  # X, not S: see the module docstring
+                self.locks.lock_range(self.id, table.name, lo, hi, X, self.lock_timeout)
         scan = f"SELECT {key} FROM {tree.this.sql(dialect='duckdb')}" + \
             (f" WHERE {where.this.sql(dialect='duckdb')}" if where is not None else "")
         return self._in_rounds(table.name, scan, X, keep=True,
