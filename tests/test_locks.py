@@ -257,3 +257,24 @@ def test_global_detector_on_its_own_thread():
         t1.join()
         assert t1.error is None
     assert detector._thread is None
+
+
+def test_two_cycles_through_one_waiter_are_both_broken():
+    # T1 holds row 1 in S and row 2 in X; T2 and T3 hold row 1 in S and wait for row 2;
+    # T1's upgrade of row 1 then closes two cycles (T1-T2 and T1-T3): both T2 and T3 must go
+    lm = LockManager(timeout=WAIT)
+    lm.lock_row(1, "t", 2, X)
+    for t in (1, 2, 3):
+        lm.lock_row(t, "t", 1, S)
+    w2 = Worker(lambda: lm.lock_row(2, "t", 2, S), "T2")
+    wait_until(lambda: waiting_txns(lm) == {2}, "T2 waiting")
+    w3 = Worker(lambda: lm.lock_row(3, "t", 2, S), "T3")
+    wait_until(lambda: waiting_txns(lm) == {2, 3}, "T3 waiting")
+    up = Worker(lambda: lm.lock_row(1, "t", 1, X), "T1 upgrade")
+    w2.join()
+    w3.join()
+    assert isinstance(w2.error, DeadlockError) and isinstance(w3.error, DeadlockError)
+    lm.release_all(2)
+    lm.release_all(3)
+    up.join()
+    assert up.error is None and lm.counters.deadlocks == 2

@@ -275,3 +275,17 @@ def test_text_keys(db):
     assert ("names", "b", "b", "X") in db.locks.held(tx.id)
     tx.abort()
     assert sorted(db.sql("SELECT * FROM names").to_pylist()) == [("a", 1), ("b", 2), ("c", 3)]
+
+
+# -- the experiment -------------------------------------------------------------------------------
+def test_access_modes_experiment_counts_and_keeps_the_money_under_repeatable():
+    from minidb.experiments.registry import get_experiment
+
+    rows = get_experiment("ingres.locking").run(
+        {"threads": 3, "transfers": 3, "accounts": 6, "hot": 3, "access": ["repeatable", "stable"]})
+    got = {(r["row"], r["metric"]): r["value"] for r in rows}
+    for level in ("low", "high"):
+        assert got[(f"repeatable_{level}", "commits")] == 9
+        assert got[(f"repeatable_{level}", "money_lost")] == 0
+        assert got[(f"stable_{level}", "commits")] == 9
+    assert {r["paper"] for r in rows} == {"ingres"} and all(r["reference"] == "" for r in rows)

@@ -54,7 +54,7 @@ BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimiz
                    "minidb.experiments.gamma_joins",
                    "minidb.experiments.tandem", "minidb.experiments.lhstar",
                    "minidb.experiments.volcano", "minidb.experiments.ingres",
-                   "minidb.experiments.commit")
+                   "minidb.experiments.commit", "minidb.experiments.locking")
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]

@@ -289,24 +289,26 @@ class LockManager:
         return graph
 
     def _check_deadlock(self, req: Request) -> None:
-        """Called with the mutex held when ``req`` starts waiting: break a cycle through it."""
-        edges = self._edges()
-        graph: Graph = {}
-        why: dict[tuple[int, int], str] = {}
-        for w, h, reason in edges:
-            graph.setdefault(w, set()).add(h)
-            why.setdefault((w, h), reason)
-        cycle = find_cycle(graph, start=req.txn)
-        if cycle is None:
-            return
-        victim = youngest(cycle)
-        self.counters.deadlocks += 1
-        message = (f"deadlock on {self.name}: {describe_cycle(cycle, why)}; T{victim}, the "
-                   "youngest in the cycle, is the victim and was aborted; retry it")
-        if victim == req.txn:
-            self._forget(req)
-            raise DeadlockError(message)
-        self._refuse(victim, message)
+        """Called with the mutex held when ``req`` starts waiting: break every cycle through it.
+        There may be several (T1 waits for T2 and for T3, both of which wait for T1); one victim
+        per cycle, until none is left (a refused victim's waits are no longer edges)."""
+        while True:
+            graph: Graph = {}
+            why: dict[tuple[int, int], str] = {}
+            for w, h, reason in self._edges():
+                graph.setdefault(w, set()).add(h)
+                why.setdefault((w, h), reason)
+            cycle = find_cycle(graph, start=req.txn)
+            if cycle is None:
+                return
+            victim = youngest(cycle)
+            self.counters.deadlocks += 1
+            message = (f"deadlock on {self.name}: {describe_cycle(cycle, why)}; T{victim}, the "
+                       "youngest in the cycle, is the victim and was aborted; retry it")
+            if victim == req.txn:
+                self._forget(req)
+                raise DeadlockError(message)
+            self._refuse(victim, message)
 
     def _refuse(self, txn: int, message: str) -> bool:
         waiting = [r for r in self._by_txn.get(txn, ()) if not r.granted]
