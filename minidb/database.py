@@ -59,7 +59,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -89,7 +89,11 @@ from minidb.storage.disk import Disk
 from minidb.storage.schema import Schema
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 from minidb.txn.dirlock import DirectoryLock
+from minidb.txn.locks import LockManager
 from minidb.txn.undo import UndoJournal
+
+if TYPE_CHECKING:
+    from minidb.txn.transaction import Transaction
 
 RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
@@ -210,6 +214,10 @@ class Database:
         self._closed = False
         self.persistent = data_dir is not None  # a user's directory: keep a catalog in it
         self._save_lock = threading.Lock()
+        #: one statement at a time runs in the engine (transactions of several threads take turns
+        #: per statement; their locks, in ``locks``, span statements: ``minidb.txn.transaction``)
+        self._engine = threading.RLock()
+        self.locks = LockManager("node0")
         #: commit at the end of every change; False on a node of a parallel database, whose
         #: coordinator commits its statements with two-phase commit (``prepare`` / ``commit``)
         self.autocommit = True
@@ -371,6 +379,19 @@ class Database:
     def sql(self, text: str, hint: str | None = None) -> Result:
         """Run one SQL statement. ``hint`` (or a leading ``/*+ ... */`` comment) overrides the
         planner: "scan", "index", "clustered_index", "hash_join", "nested_loops"."""
+        with self._engine:  # a transaction of another thread may be running a statement
+            return self._sql(text, hint)
+
+    def begin(self, access: str = "stable", lock_timeout: float | None = None) -> Transaction:
+        """Start a transaction for this thread: ``access`` is NonStop SQL's "browse", "stable"
+        (the default) or "repeatable"; a lock wait longer than ``lock_timeout`` seconds (10 by
+        default) aborts it. See ``minidb.txn.transaction``; locks are in ``self.locks``."""
+        from minidb.txn.transaction import Transaction
+
+        self._check_open()
+        return Transaction(self, access, lock_timeout)
+
+    def _sql(self, text: str, hint: str | None) -> Result:
         self._check_open()
         if not isinstance(text, str):
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")

@@ -81,3 +81,16 @@ class NotImplementedYet(MinidbError, NotImplementedError):
     error, so running a built-in that depends on it (an experiment using ``range_uniform`` or
     ``clock``) says which part of which lab to implement, instead of failing somewhere deeper.
     """
+
+
+class LockError(MinidbError):
+    """A transaction could not get a lock (``minidb.txn.locks``); it has been aborted."""
+
+
+class DeadlockError(LockError):
+    """The transaction was chosen as the victim of a deadlock; the message names the cycle."""
+
+
+class LockTimeoutError(LockError):
+    """A lock wait lasted longer than the transaction's lock timeout; the message names the
+    lock and who held it."""

@@ -55,7 +55,7 @@ BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimiz
                    "minidb.experiments.tandem", "minidb.experiments.tandem_oltp",
                    "minidb.experiments.lhstar",
                    "minidb.experiments.volcano", "minidb.experiments.ingres",
-                   "minidb.experiments.commit")
+                   "minidb.experiments.commit", "minidb.experiments.locking")
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]

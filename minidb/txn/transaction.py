@@ -1,0 +1,375 @@
+"""Concurrent transactions on one database, with NonStop SQL's three access modes.
+
+``db.begin(access=...)`` gives a ``Transaction``; several threads may each run one at the same time
+against the same ``Database``::
+
+    tx = db.begin(access="repeatable")
+    tx.sql("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+    tx.sql("UPDATE acct SET bal = bal + 10 WHERE id = 2")
+    tx.commit()                      # or tx.abort(); or `with db.begin() as tx:`
+
+Access modes (Englert et al. 1989, Section 2, the parallel batch queries beside OLTP; and
+Section 4's update query, which "defaults to STABLE ACCESS ... locks are immediately released if
+the row is not updated"):
+
+* ``browse``: reads take no locks and wait for none. A reader may see a change that is not
+  committed yet and may still be undone (a *dirty read*): fine for the approximate reports NonStop
+  SQL runs beside its transactions, since it never delays them.
+* ``stable`` (the default, as in NonStop SQL): a read takes an S lock on every row it reads and
+  lets go of it once the statement has read it (*cursor stability*). No dirty reads (an
+  uncommitted row is X-locked, so the reader waits), but a row read twice may have changed in
+  between, and a read-then-write can lose another transaction's update.
+* ``repeatable``: read locks are kept to commit, and a read also locks the *key range* it scanned,
+  so a second read finds the same rows: no changed rows and no phantoms (new rows in the range).
+
+Writes (INSERT ... VALUES, UPDATE, DELETE) take X locks on every row they change, whatever the
+mode, and keep them to commit or abort (strict two-phase locking, ``minidb.txn.locks``).
+
+How a statement gets its locks. The SQL engine reads pages, not locked rows, and is not
+thread-safe, so one mutex (the database's ``_engine`` lock) lets one statement at a time run;
+the *locks* are what span statements, so transactions interleave statement by statement, block
+on each other and deadlock. Locks are asked for with the engine mutex *released* (a waiting
+transaction must not stop the one it waits for). A statement on one table therefore runs in
+rounds: under the mutex, find the lock keys of the rows it will touch (a query on the key only);
+let go of the mutex and lock the keys not locked yet; repeat until a round finds nothing new,
+and in that round run the statement. A REPEATABLE statement first locks the key range of its
+WHERE clause (bounds on the lock key: =, <, <=, >, >=, BETWEEN, IN; a strict bound is locked as
+inclusive; none means the whole table), so nobody can add a row to it between the rounds.
+A REPEATABLE UPDATE or DELETE locks the key range of its WHERE clause in X, not in S: with S,
+two transactions running the same ``UPDATE ... WHERE id = 3`` would both get the S range and
+then deadlock converting it to X (systems with an *update* mode U avoid that; this one has only
+S and X). A read of several tables (a join, a subquery) locks each table whole in S.
+
+The *lock key* of a table is its clustering or hash key, or else its first column
+(``lock_key``). A row whose lock key is NULL cannot be locked alone: the whole table is locked.
+
+Abort. Two live transactions may change rows on the same page, so the page before-images of
+``minidb.txn.undo`` cannot undo one of them without the other. A transaction therefore keeps a
+*logical* undo list: before each write it copies the rows having the keys it has X-locked
+(before-images of rows, not pages); abort deletes the rows with those keys and puts the copies
+back, newest write first, while it still holds the X locks, then releases them. Each statement
+(and each undo step) is still made atomic by the database's own mechanism: in a data directory
+the undo journal commits it (``Database._statement``); in a temporary directory a statement
+checks everything before it changes a page, and there is nothing to recover after a crash.
+
+Simplified, and said so: a transaction is not durable as a whole. In a data directory every
+statement is committed on its own, so a crash in the middle of a transaction leaves the
+statements it had run (a real system logs the logical undo records and rolls the loser back at
+restart). DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction; an UPDATE may not
+change the lock key. A STABLE or BROWSE statement does not see a row another transaction has
+deleted but not committed (the row is gone from the pages; a real system would keep a ghost).
+Statements outside a transaction (``db.sql``) take no locks, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlglot import exp
+
+from minidb.errors import LockError, MinidbError
+from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
+from minidb.txn.locks import S, X, new_txn_id
+
+if TYPE_CHECKING:
+    from minidb.catalog import Table
+    from minidb.database import Database, Result
+
+ACCESS_MODES = ("browse", "stable", "repeatable")
+#: rounds of "find the keys, lock them" before a statement gives up (keys keep appearing)
+MAX_ROUNDS = 50
+
+
+def lock_key(table: Table) -> str:
+    """The column whose values name a table's rows in the lock table: the clustering or hash key,
+    or else the first column."""
+    return table.key or table.schema.columns[0].name
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _constant(node: exp.Expression) -> Any:
+    """The value of a literal (``5``, ``-5``, ``'x'``), or None for anything else."""
+    negate = False
+    if isinstance(node, exp.Neg):
+        negate, node = True, node.this
+    if isinstance(node, exp.Paren):
+        return _constant(node.this)
+    if not isinstance(node, exp.Literal):
+        return None
+    if node.is_string:
+        return None if negate else node.this
+    try:
+        v = int(node.this)
+    except ValueError:
+        v = float(node.this)
+    return -v if negate else v
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def key_bounds(where: exp.Expression | None, key: str) -> tuple[Any, Any, list[exp.Expression]]:
+    """(low, high, the conjuncts they came from) of the lock key in a WHERE condition; None is
+    an open end. Only top-level AND terms comparing the key with a constant count."""
+    lo = hi = None
+    used = []
+
+    def is_key(n) -> bool:
+        return isinstance(n, exp.Column) and n.name.lower() == key.lower()
+
+    def lower(v) -> None:
+        nonlocal lo
+        lo = v if lo is None else max(lo, v)
+
+    def upper(v) -> None:
+        nonlocal hi
+        hi = v if hi is None else min(hi, v)
+
+    flip = {exp.GT: exp.LT, exp.GTE: exp.LTE, exp.LT: exp.GT, exp.LTE: exp.GTE, exp.EQ: exp.EQ}
+    for term in _conjuncts(where.this if isinstance(where, exp.Where) else where):
+        if isinstance(term, exp.Between) and is_key(term.this):
+            a, b = _constant(term.args["low"]), _constant(term.args["high"])
+            if a is not None and b is not None:
+                lower(a)
+                upper(b)
+                used.append(term)
+        elif isinstance(term, exp.In) and is_key(term.this) and term.expressions:
+            values = [_constant(e) for e in term.expressions]
+            if all(v is not None for v in values):
+                lower(min(values))
+                upper(max(values))
+                used.append(term)
+        elif type(term) in flip:
+            left, right, kind = term.left, term.right, type(term)
+            if is_key(right) and not is_key(left):
+                left, right, kind = right, left, flip[kind]
+            v = _constant(right)
+            if not is_key(left) or v is None:
+                continue
+            if kind in (exp.EQ, exp.GT, exp.GTE):
+                lower(v)
+            if kind in (exp.EQ, exp.LT, exp.LTE):
+                upper(v)
+            used.append(term)
+    return lo, hi, used
+
+
+@dataclass
+class _Undo:
+    table: str
+    key: str
+    keys: list  # the lock keys the write touched (X-locked)
+    before: np.ndarray  # the rows with those keys before the write
+
+
+class Transaction:
+    """A transaction of one thread on a shared ``Database`` (see the module docstring)."""
+
+    def __init__(self, db: Database, access: str = "stable", lock_timeout: float | None = None):
+        if not isinstance(access, str) or access.lower() not in ACCESS_MODES:
+            raise MinidbError(f"access must be one of {', '.join(ACCESS_MODES)}, not {access!r}")
+        self.db = db
+        self.locks = db.locks
+        self.access = access.lower()
+        self.lock_timeout = lock_timeout
+        self.id = new_txn_id()
+        self.state = "active"
+        self.statements = 0
+        self._undo: list[_Undo] = []
+
+    # -- statements ---------------------------------------------------------------------------
+    def sql(self, text: str) -> Result:
+        """Run one statement in this transaction, taking the locks its access mode asks for.
+        A ``DeadlockError`` or ``LockTimeoutError`` aborts the transaction before it is raised."""
+        self._check_active()
+        tree = parse(text)
+        if isinstance(tree, exp.Select | exp.Union):
+            run = self._read
+        elif isinstance(tree, exp.Insert):
+            run = self._insert
+        elif isinstance(tree, exp.Update | exp.Delete):
+            run = self._change
+        else:
+            raise MinidbError(f"a transaction runs SELECT, INSERT ... VALUES, UPDATE and DELETE; "
+                              f"run {tree.key.upper()} outside it with db.sql()")
+        try:
+            result = run(tree, text)
+        except LockError:
+            self.abort()
+            raise
+        self.statements += 1
+        return result
+
+    def _read(self, tree: exp.Expression, text: str) -> Result:
+        db = self.db
+        if self.access == "browse":
+            with db._engine:
+                return db.sql(text)
+        names = [t.name for t in tree.find_all(exp.Table)]
+        held = self.access == "repeatable"
+        if not (isinstance(tree, exp.Select) and len(names) == 1 and not tree.args.get("joins")):
+            handles = [self.locks.lock_range(self.id, db.catalog.get(n).name, None, None, S,
+                                             self.lock_timeout) for n in dict.fromkeys(names)]
+            try:
+                with db._engine:
+                    return db.sql(text)
+            finally:
+                if not held:
+                    for h in handles:
+                        self.locks.release(h)
+        table = db.catalog.get(names[0])
+        key = lock_key(table)
+        source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
+        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        if lo is not None and hi is not None and lo > hi:
+            with db._engine:  # no key can qualify: nothing to read, nothing to lock
+                return db.sql(text)
+        if held:  # no phantoms: the scanned key range is locked to commit
+            self.locks.lock_range(self.id, table.name, lo, hi, S, self.lock_timeout)
+        scan = f"SELECT {key} FROM {source}" + \
+            (" WHERE " + " AND ".join(t.sql(dialect="duckdb") for t in used) if used else "")
+        return self._in_rounds(table.name, scan, S, keep=held, run=lambda keys: db.sql(text))
+
+    def _change(self, tree: exp.Expression, text: str) -> Result:
+        db = self.db
+        with db._engine:
+            statement = translate(text, db.catalog)
+        table = statement.ref.table
+        key = lock_key(table)
+        if isinstance(statement, UpdateStatement) and \
+                any(name.lower() == key.lower() for name, _ in statement.assignments):
+            raise MinidbError(f"an UPDATE in a transaction may not change {table.name}.{key}, the "
+                              "column rows are locked by; delete the row and insert it again")
+        where = tree.args.get("where")
+        if self.access == "repeatable":
+            lo, hi, _ = key_bounds(where, key)
+            if lo is None or hi is None or lo <= hi:  # X, not S: see the module docstring
+                self.locks.lock_range(self.id, table.name, lo, hi, X, self.lock_timeout)
+        scan = f"SELECT {key} FROM {tree.this.sql(dialect='duckdb')}" + \
+            (f" WHERE {where.this.sql(dialect='duckdb')}" if where is not None else "")
+        return self._in_rounds(table.name, scan, X, keep=True,
+                               run=lambda keys: self._write(table.name, key, keys, text))
+
+    def _insert(self, tree: exp.Expression, text: str) -> Result:
+        db = self.db
+        with db._engine:
+            statement: InsertStatement = translate(text, db.catalog)
+        if statement.records is None:
+            raise MinidbError("a transaction inserts with INSERT ... VALUES; INSERT ... SELECT "
+                              "runs outside it (db.sql)")
+        table = statement.table
+        key = lock_key(table)
+        keys = sorted({_python(v) for v in statement.records[key]})
+        for k in keys:  # an X lock on a new key waits for a REPEATABLE reader's range: no phantom
+            self.locks.lock_row(self.id, table.name, k, X, self.lock_timeout)
+        with db._engine:
+            return self._write(table.name, key, keys, text)
+
+    def _in_rounds(self, table: str, scan: str, mode: str, keep: bool,
+                   run: Callable[[list], Result]) -> Result:
+        """Find the keys ``scan`` gives, lock them, and repeat until nothing new turns up; then
+        ``run(keys)`` in the same hold of the engine mutex as the last look. Without ``keep``
+        the S locks are released once the statement has run (STABLE)."""
+        db = self.db
+        got: dict[Any, Any] = {}
+        try:
+            for _ in range(MAX_ROUNDS):
+                with db._engine:
+                    keys = [_python(k) for k in db.sql(scan).to_arrow().column(0).to_pylist()]
+                    missing = sorted({k for k in keys if k not in got and k is not None})
+                    whole = None in keys and None not in got
+                    if not missing and not whole:
+                        return run(sorted(set(keys) - {None}))
+                if whole:  # a NULL key names no row: lock the table
+                    got[None] = self.locks.lock_range(self.id, table, None, None, mode,
+                                                      self.lock_timeout)
+                for k in missing:  # in key order, which avoids some deadlocks
+                    got[k] = self.locks.lock_row(self.id, table, k, mode, self.lock_timeout)
+            raise MinidbError(f"T{self.id}: the rows of {table} kept changing while their locks "
+                              f"were taken ({MAX_ROUNDS} rounds); retry the statement")
+        finally:
+            if not keep:
+                for h in got.values():
+                    self.locks.release(h)
+
+    def _write(self, table: str, key: str, keys: list, text: str) -> Result:
+        """Run a write (engine mutex held, X locks held) after saving the rows it may change."""
+        self._undo.append(_Undo(table, key, keys, self._rows_with(table, key, keys)))
+        return self.db.sql(text)
+
+    def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
+        records = self.db.catalog.get(table).read_all()
+        return records[self._mask(records, key, keys)]
+
+    @staticmethod
+    def _mask(records: np.ndarray, key: str, keys: list) -> np.ndarray:
+        if not keys:
+            return np.zeros(len(records), dtype=bool)
+        wanted = np.array([k.encode() if isinstance(k, str) else k for k in keys])
+        return np.isin(records[key], wanted)
+
+    # -- the end ------------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Commit: every statement is already applied (and, in a data directory, durable);
+        release the locks (the end of strict two-phase locking)."""
+        self._check_active()
+        self.state = "committed"
+        self.locks.release_all(self.id)
+
+    def abort(self) -> None:
+        """Undo every change of the transaction (newest first, X locks still held), then release
+        the locks. Aborting a finished transaction does nothing."""
+        if self.state != "active":
+            return
+        db = self.db
+        try:
+            with db._engine:
+                for u in reversed(self._undo):
+                    table = db.catalog.get(u.table)
+                    with db._statement():
+                        records, rids = table.read_all_with_rids()
+                        mask = self._mask(records, u.key, u.keys)
+                        if mask.any():
+                            table.delete(rids[mask])
+                        if len(u.before):
+                            table.insert(u.before)
+        finally:
+            self._undo.clear()
+            self.state = "aborted"
+            self.locks.release_all(self.id)
+
+    def _check_active(self) -> None:
+        if self.state != "active":
+            raise MinidbError(f"transaction T{self.id} is {self.state}; begin a new one with "
+                              "db.begin()")
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if self.state != "active":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return f"Transaction(T{self.id}, {self.access}, {self.state}, {self.statements} statements)"
