@@ -12,6 +12,11 @@ key, level)``, ``pages(n)`` and ``capacity()``, ``table(rows)`` + ``equal_pairs`
 in-memory hash join of one partition), ``join_in_memory``, ``join_by_memory_loads``,
 ``spool(schema, purpose)`` / ``close_spool(writer)`` / ``scan_spool(heap)`` (temporary files,
 their pages counted), ``count(name, n)`` and ``note_memory(pages)``.
+
+A LEFT OUTER JOIN is not part of the lab: the class below leaves ``supports_outer`` False, so a
+``LEFT JOIN`` hinted with ``student_hybrid`` runs on the default hash join (``explain()`` says
+so). minidb's own Hybrid join preserves the probe side with the base class's ``probe_table``
+and ``pad_all`` (the base class's docstring says when a probe tuple may be padded).
 """
 
 from __future__ import annotations

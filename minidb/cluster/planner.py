@@ -146,11 +146,18 @@ class ParallelPlanner:
     def join_algorithm(self, outer: bool = False):
         """The join plug-in class every join node runs (shipped in the plan, so a class defined
         in a notebook or a test reaches Ray workers too): the hinted one, else the default hash
-        join; a LEFT JOIN keeps the default when the hinted one cannot preserve a side."""
+        join; a LEFT JOIN keeps the default when the hinted one cannot preserve a side (its
+        ``supports_outer`` is False), and the plan says so."""
         from minidb.exec.join.hash_join import HashJoin
 
         chosen = join_class(self.hints)
-        if chosen is None or (outer and not chosen.supports_outer):
+        if chosen is None:
+            return HashJoin
+        if outer and not chosen.supports_outer:
+            line = (f"left outer join: the {self.hints.join} join cannot preserve a side, so the "
+                    "default hash join runs it")
+            if line not in self.scheduler.lines:
+                self.scheduler.note(line)
             return HashJoin
         from minidb.cluster.backends import ship_by_value
 

@@ -15,7 +15,9 @@ subclass registered under a name (``minidb.plugins.names("join")``):
 
 ``NestedLoopsJoin`` (any predicate, not only an equality) is the planner's fallback for
 non-equi joins. Every join outputs the outer (probe) tuple followed by the inner (build) tuple,
-and requires the two inputs to have different column names.
+and requires the two inputs to have different column names. All but ``index_nested_loops`` run
+a LEFT OUTER JOIN too (``supports_outer``), preserving the probe side; each module docstring
+says when its algorithm pads an unmatched probe tuple.
 """
 
 from minidb.exec.join.base import JoinAlgorithm, JoinPluginError

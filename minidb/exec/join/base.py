@@ -32,7 +32,26 @@ What the base class gives:
   the hash table of ``key_directory.py``; ``emit``: the joined tuples of those pairs;
 * ``spool`` and ``scan_spool``: temporary files whose pages are counted (``spill_pages_written``,
   ``spill_pages_read``) besides the disk's own counters, which price them on the modeled clock;
-* ``count``: a counter in ``stats.extra``.
+* ``count``: a counter in ``stats.extra``;
+* for a LEFT OUTER JOIN (``self.outer``): ``probe_table``, which joins a probe batch with an
+  in-memory table and pads the tuples that matched nothing, ``pad_all`` (probe tuples that
+  cannot match: their partition of the build input is empty) and ``pad_unmatched``; the NULL-key
+  probe tuples are padded at the end without the subclass doing anything.
+
+Preserving the probe side (LEFT OUTER JOIN). A probe tuple comes out padded with a build tuple
+of NULLs exactly once, and only when no build tuple it could match is left to meet: a join pads
+it when it has met *every* build tuple of its key, never before. Where that moment is depends on
+the algorithm, and the helpers follow it:
+
+* a probe batch against a table that holds all the build tuples it can meet (an in-memory hash
+  table, the partition of a GRACE or Hybrid join, the table of one Simple hash pass below its
+  cut): ``probe_table`` pads at once;
+* a probe tuple written to an overflow or partition file is not decided yet: it is padded when
+  its file is joined (``join_in_memory``, a deeper level, ``pad_all`` for an empty partition);
+* a probe file that meets the build input one memory-load at a time (``join_by_memory_loads``)
+  keeps a flag per probe tuple across the loads and pads during the last one;
+* ``emit(..., matched=flags)`` sets the flags, after the ON condition: a pair that fails it does
+  not count as a match.
 
 What a subclass declares:
 
@@ -44,8 +63,9 @@ What a subclass declares:
   kind of ``minidb.cost.model.OPERATOR_COST_FIELD`` (``hash_build``, ``hash_probe``,
   ``partition``, ``sort_compare``, ``merge_compare`` ...). A join that declares none is refused
   when it is built, so a new algorithm cannot run for free on the modeled clock;
-* ``min_memory_pages`` and ``supports_outer`` (LEFT OUTER JOIN; only the default hash join and
-  nested loops preserve the probe side today);
+* ``min_memory_pages`` and ``supports_outer`` (whether it runs a LEFT OUTER JOIN; a class that
+  leaves it False gets no ``outer=True``: the planners run such a join with the default hash
+  join and say so in the plan);
 * optionally ``announces_build = True``, yielding ``BUILD_DONE`` from ``run`` once the build input
   is consumed: ``open`` then builds, so in a parallel plan the build work falls in the build
   phase as in Gamma. Without it the join builds when its first output is asked for.
@@ -146,7 +166,8 @@ class JoinAlgorithm(Operator):
     def _open(self) -> None:
         memory = self.require_memory(self.min_memory_pages)
         super()._open()
-        for name in ("matches", "peak_memory_pages", *self.priced_counters):
+        for name in ("matches", "peak_memory_pages", *self.priced_counters,
+                     *(("padded",) if self.outer else ())):
             self.stats.extra.setdefault(name, 0)
         self._null_probe = []
         self._output = self._with_padding(self.run(memory))
@@ -275,6 +296,39 @@ class JoinAlgorithm(Operator):
         self.stats.add("padded", len(rows))
         return concat_rows(rows, np.repeat(self._padding, len(rows)), self.schema.dtype)
 
+    def pad_unmatched(self, rows: np.ndarray, matched: np.ndarray) -> Iterator[np.ndarray]:
+        """In a LEFT JOIN, the tuples of ``rows`` whose ``matched`` flag is False, padded (call it
+        once a tuple has met every build tuple it could match); nothing in an inner join."""
+        if self.outer and not matched.all():
+            yield self.pad(take_records(rows, ~matched))
+
+    def pad_all(self, probe_batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        """In a LEFT JOIN, every tuple of ``probe_batches`` padded: probe tuples that no build
+        tuple can match (their partition of the build input is empty); nothing in an inner
+        join (the batches are not read)."""
+        if self.outer:
+            for batch in probe_batches:
+                if len(batch):
+                    yield self.pad(batch)
+
+    def probe_table(self, batch: np.ndarray, table: np.ndarray,
+                    directory: KeyDirectory | None = None, matched: np.ndarray | None = None,
+                    final: bool = True) -> Iterator[np.ndarray]:
+        """The joined tuples of one probe ``batch`` and the in-memory ``table`` (with
+        ``directory``: as ``table()`` returned them), then, in a LEFT JOIN, the batch's tuples
+        that matched nothing, padded. That is right when ``table`` holds every build tuple these
+        probe tuples can match. When a later pass may still match them (one memory-load of
+        several), pass ``final=False`` and ``matched`` (one flag per tuple of ``batch``, kept
+        across the passes): the matches are recorded there and only the last pass pads."""
+        if matched is None and self.outer:
+            matched = np.zeros(len(batch), dtype=bool)
+        if len(batch) and len(table):
+            probe_idx, build_idx = self.equal_pairs(batch, table, directory)
+            yield from self.emit(batch, table, probe_idx, build_idx,
+                                 matched if self.outer else None)
+        if final and self.outer:
+            yield from self.pad_unmatched(batch, matched)
+
     def spool(self, schema: Schema, purpose: str) -> SpoolWriter:
         """A temporary file to write tuples to (one page buffer's worth at a time)."""
         return SpoolWriter(self.ctx.temp_heap(schema, f"{self.kind}-{purpose}"), flush_pages=1)
@@ -299,41 +353,56 @@ class JoinAlgorithm(Operator):
         every level, and equal values hash alike on both sides whatever their numpy types."""
         return hash_column(rows[key], seed=level + 1)
 
-    def join_in_memory(self, build_rows: np.ndarray,
-                       probe_batches: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-        """Build a hash table of ``build_rows`` and probe it with every batch (counted)."""
+    def join_in_memory(self, build_rows: np.ndarray, probe_batches: Iterator[np.ndarray],
+                       matched: np.ndarray | None = None,
+                       final: bool = True) -> Iterator[np.ndarray]:
+        """Build a hash table of ``build_rows`` and probe it with every batch (counted). In a
+        LEFT JOIN each batch's unmatched tuples are padded (``probe_table``), unless
+        ``build_rows`` is one memory-load of several: then ``matched`` holds one flag per probe
+        tuple, in the order the batches come, kept from load to load, and only the last load
+        (``final``) pads."""
         self.count("build_tuples", len(build_rows))
         directory, table = self.table(build_rows)
+        at = 0
         for batch in probe_batches:
             self.count("probe_tuples", len(batch))
-            if len(table):
-                probe_idx, build_idx = self.equal_pairs(batch, table, directory)
-                yield from self.emit(batch, table, probe_idx, build_idx)
+            flags = None if matched is None else matched[at:at + len(batch)]  # a view
+            at += len(batch)
+            yield from self.probe_table(batch, table, directory, flags, final)
 
     def join_by_memory_loads(self, build: HeapFile, probe: HeapFile,
                              limit: int) -> Iterator[np.ndarray]:
         """The last resort when no hash function can split a partition (its build tuples share
         one key): each memory-load of ``limit`` build tuples meets the whole probe file once
-        (counter ``memory_load_passes``). Both files are dropped afterwards."""
+        (counter ``memory_load_passes``). Both files are dropped afterwards. In a LEFT JOIN a
+        flag per probe tuple records whether some load matched it, and the last load's pass
+        pads those no load matched (a probe file with no build tuple at all is padded whole)."""
+        loads = -(-build.num_records // limit)  # known beforehand: the last load pads
+        matched = np.zeros(probe.num_records if self.outer else 0, dtype=bool)
         try:
-            held, rows = [], 0
+            if not loads:
+                yield from self.pad_all(self.scan_spool(probe, drop=False))
+                return
+            held, rows, done = [], 0, 0
             for batch in self.scan_spool(build, drop=False):
                 held.append(batch)
                 rows += len(batch)
                 while rows >= limit:
                     load = np.concatenate(held)
-                    held, rows = [load[limit:]], rows - limit
-                    yield from self._one_load(load[:limit], probe)
+                    held, rows, done = [load[limit:]], rows - limit, done + 1
+                    yield from self._one_load(load[:limit], probe, matched, done == loads)
             if rows:
-                yield from self._one_load(np.concatenate(held), probe)
+                yield from self._one_load(np.concatenate(held), probe, matched, True)
         finally:
             self.ctx.drop_temp(build)
             self.ctx.drop_temp(probe)
 
-    def _one_load(self, load: np.ndarray, probe: HeapFile) -> Iterator[np.ndarray]:
+    def _one_load(self, load: np.ndarray, probe: HeapFile, matched: np.ndarray,
+                  last: bool) -> Iterator[np.ndarray]:
         self.count("memory_load_passes")
         self.note_memory(self.pages(len(load)) + 1)
-        yield from self.join_in_memory(load, self.scan_spool(probe, drop=False))
+        yield from self.join_in_memory(load, self.scan_spool(probe, drop=False),
+                                       matched if self.outer else None, last)
 
     def priced_work(self) -> dict[str, int]:
         """Counted work for the modeled clock: operator kind -> tuples (see ``priced_counters``)."""

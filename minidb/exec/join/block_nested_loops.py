@@ -4,7 +4,10 @@
 join's equality, so it can be chosen by name like the hash and sort-merge joins and compared
 with them on the same experiments. The build input is the inner file (written once, then read
 once per block of ``memory_pages - 2`` pages of probe tuples); the probe input is the outer one,
-so a LEFT OUTER JOIN keeps every probe tuple.
+so a LEFT OUTER JOIN keeps every probe tuple: ``NestedLoopsJoin`` flags the tuples of an outer
+block as the inner file's clusters match them (after the ON condition) and pads those still
+unflagged once the block has met the whole inner file, each once; probe tuples with a NULL key
+are padded by the base class at the end.
 
 Counters: ``pairs`` (probe-build pairs tested, priced like a predicate on a tuple), and the
 nested-loops join's ``outer_blocks``, ``inner_scans``, ``inner_pages_written``,

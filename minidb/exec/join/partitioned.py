@@ -27,6 +27,16 @@ A partition pair whose build side is still bigger than memory is joined by the s
 one level down, with a new hash function; one that no function can split (every build tuple
 has the same key) is joined by memory-loads.
 
+LEFT OUTER JOIN (``outer=True``, the probe input preserved): every probe tuple is decided in
+exactly one partition pair, the one its key hashes to, so it is padded with a build tuple of
+NULLs (counter ``padded``) once that pair is joined and nothing in it matched (or every match
+failed the ON ``condition``): at once for a partition held in memory (``probe_table``), when a
+spilled pair is joined in memory (``join_in_memory``), never before its last memory-load when
+the pair is joined by memory-loads (``join_by_memory_loads`` keeps a flag per probe tuple), one
+level down when the pair is partitioned again; a spilled pair whose build side is empty has its
+probe file read once to pad it (an inner join skips it unread). Lab 2's student join
+(``labs/lab2_joins/hybrid_hash.py``) leaves this out: it keeps ``supports_outer`` False.
+
 Memory accounting (``peak_memory_pages``): the pages of the partitions held in memory plus one
 output buffer page for each partition being written to disk, at most ``memory_pages``.
 
@@ -62,6 +72,7 @@ class PartitionedHashJoin(JoinAlgorithm):
     priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe",
                        "partitioned_tuples": "partition"}
     min_memory_pages = 3
+    supports_outer = True
     announces_build = True
 
     def run(self, memory_pages: int) -> Iterator[np.ndarray]:
@@ -128,14 +139,15 @@ class PartitionedHashJoin(JoinAlgorithm):
                     probe_spills[i].write(take_records(batch, where == i))
                 batch = take_records(batch, ~out)
             self.count("probe_tuples", len(batch))
-            if len(batch) and len(table):
-                probe_idx, build_idx = self.equal_pairs(batch, table, directory)
-                yield from self.emit(batch, table, probe_idx, build_idx)
+            # the table holds the whole of these tuples' partitions: a LEFT JOIN pads them now
+            yield from self.probe_table(batch, table, directory)
         del directory, table
         for i in sorted(build_files):
             build_file, probe_file = build_files[i], self.close_spool(probe_spills[i])
             if not probe_file.num_pages or not build_file.num_pages:
-                self.ctx.drop_temp(build_file)  # nothing can match: skip the pair
+                # nothing can match: skip the pair (a LEFT JOIN pads its probe tuples)
+                yield from self.pad_all(self.scan_spool(probe_file, drop=False))
+                self.ctx.drop_temp(build_file)
                 self.ctx.drop_temp(probe_file)
                 continue
             if build_file.num_pages * build_file.capacity <= self.limit:  # fits: join it now

@@ -29,6 +29,15 @@ Figure 14; "deteriorates exponentially", §6.1).
 Memory: the table holds ``memory_pages - 1`` pages of building tuples; one page buffers the
 overflow file being written.
 
+LEFT OUTER JOIN (``outer=True``, the probe input preserved): a probe tuple is decided in the
+pass where it probes a table, never in two: below the cut it meets every build tuple of its key
+in that pass's table and, if none matched (or all failed the ON ``condition``), is padded with a
+build tuple of NULLs at once (``probe_table``); at or above the cut it goes to the overflow file
+and is decided by a later pass (or by ``join_by_memory_loads``, which tracks its matches across
+the memory-loads and pads after the last). Counter ``padded``. In a parallel plan a LEFT JOIN
+resolves its overflow inside each node; the distributed resolution
+(``minidb.cluster.overflow``) runs for inner joins only.
+
 Simplification: a pass whose keys all share one value cannot be split by any hash function; the
 join then falls back to memory-loads (``join_by_memory_loads``) instead of recursing forever.
 """
@@ -55,6 +64,7 @@ class SimpleHashJoin(JoinAlgorithm):
     priced_counters = {"build_tuples": "hash_build", "probe_tuples": "hash_probe",
                        "spilled_tuples": "partition"}
     min_memory_pages = 2
+    supports_outer = True
     announces_build = True
 
     #: set by a parallel plan (``minidb.cluster.overflow``): ``{"level": k, "spools": names}``
@@ -132,15 +142,16 @@ class SimpleHashJoin(JoinAlgorithm):
 
     def _probe(self, probes: Iterator[np.ndarray], level: int, cut, directory, table):
         """Probe the table with every batch; tuples at or above the cut go to an overflow file
-        (returned: its writer, or None without overflow)."""
+        (returned: its writer, or None without overflow). In a LEFT JOIN a probe tuple below the
+        cut that matched nothing is padded here: the table holds every build tuple below the cut,
+        and no other pass will see it."""
         probe_spill = None if cut is None else self.spool(self.probe_schema, "overflow-probe")
         for batch in probes:
             self.count("probe_tuples", len(batch))
             if cut is not None:
                 batch = self._route(batch, self.probe_key, level, cut, probe_spill)
-            if len(batch) and len(table):
-                probe_idx, build_idx = self.equal_pairs(batch, table, directory)
-                yield from self.emit(batch, table, probe_idx, build_idx)
+            # the table holds every build tuple below the cut: a LEFT JOIN pads the rest now
+            yield from self.probe_table(batch, table, directory)
         return probe_spill
 
     def _route(self, batch: np.ndarray, key: str, level: int, cut: np.uint64, spill,

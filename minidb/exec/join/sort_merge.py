@@ -16,6 +16,13 @@ job; this operator is what runs at one site:
 
 The output comes in join-key order, unlike a hash join's.
 
+LEFT OUTER JOIN (``outer=True``, the probe input preserved): when a probe batch is merged, the
+held build tuples include every build tuple of each of its keys, so the batch's tuples that
+matched nothing (or whose matches all failed the ON ``condition``) are padded with a build
+tuple of NULLs right after the batch's pairs, each once (counter ``padded``); once the build
+input is used up, the rest of the probe input is read only to be padded. The padded tuples come
+in key order too; NULL probe keys (sorted nowhere: they match nothing) come out last.
+
 Counters: ``sort_comparisons`` (what a textbook sort compares: ``n ceil(log2 r)`` to quicksort
 runs of ``r`` tuples, ``n ceil(log2 k)`` per merge pass of fan-in ``k``; priced as
 ``sort_compare``), ``merge_tuples`` (tuples read by the merge, priced as ``merge_compare``),
@@ -75,6 +82,7 @@ class SortMergeJoin(JoinAlgorithm):
     kind = "sort_merge_join"
     priced_counters = {"sort_comparisons": "sort_compare", "merge_tuples": "merge_compare"}
     min_memory_pages = 6
+    supports_outer = True
     announces_build = True
 
     #: write each input to a temporary file before sorting it (Teradata, see ``TeradataMergeJoin``)
@@ -122,10 +130,18 @@ class SortMergeJoin(JoinAlgorithm):
             low = np.searchsorted(held_keys, keys, side="left")
             high = np.searchsorted(held_keys, keys, side="right")
             probe_idx, build_idx = _expand(low, high - low)
-            yield from self.emit(batch, held, probe_idx, build_idx)
+            # every build tuple of these keys is held: a LEFT JOIN pads the unmatched ones now
+            matched = np.zeros(len(batch), dtype=bool) if self.outer else None
+            yield from self.emit(batch, held, probe_idx, build_idx, matched)
+            if self.outer:
+                yield from self.pad_unmatched(batch, matched)
             held = held[np.searchsorted(held_keys, last, side="left"):]
             if build_done and not len(held):
                 break  # no build tuple is left to match the rest of the probe input
+        if self.outer:  # ... which a LEFT JOIN still reads, to pad it
+            while (batch := probe.next()) is not None:
+                self.count("merge_tuples", len(batch))
+                yield self.pad(batch)
 
     def _through_spool(self, batches: Iterator[np.ndarray], schema, purpose: str):
         """Every tuple of ``batches`` written to a temporary file, then read back."""
