@@ -280,9 +280,9 @@ def _stagger(rows):
                                       <= STAGGER_CONTENTION_BAR * wait[0][d])
         ok &= (removed and all(b <= a for a, b in zip(waits, waits[1:], strict=False))
                and all(STAGGER_ELAPSED_BAR[0] <= r <= STAGGER_ELAPSED_BAR[1] for r in ratios))
-        details.append(f"{d} disks: flush lock wait " + ", ".join(
-            f"{k:g} ms {w * 1e3:.3g} ms" for k, w in zip(delays, waits, strict=True))
-            + "; elapsed " + ", ".join(f"x{r:.4f}" for r in ratios[1:]))
+        details.append(f"{d} disks, delays " + "/".join(f"{k:g}" for k in delays)
+                       + " ms: flush lock wait " + "/".join(f"{w * 1e3:.3g}" for w in waits)
+                       + " ms, elapsed " + "/".join(f"x{r:.4f}" for r in ratios))
     return ok, "; ".join(details)
 
 
