@@ -42,15 +42,28 @@ finds a record's key range, ``instr_copy`` per record copied, ``instr_packet`` p
 packet sent or received, ``instr_buffer_call`` per buffer-manager call) plus the gathering cost
 of a grouped unfix (``GATHER_INSTRUCTIONS``).
 
+The flush (§6.1) is the one phase priced on its own, by ``flush_phase``, and only when asked
+for: ``price`` spreads a process's demands evenly over its run and leaves the flush calls out
+(as before the flush was counted), so no other number moves. At the end the processes finish
+together, and each requests its disk's pool lock to sweep the pool's table; process ``p``
+requests it ``p x flush_stagger_ms`` after the end (``SortRun.flush_start_ms``). Each pool lock
+serves these requests first come, first served, each holding it ``lock_hold_cluster_us`` (a
+sweep priced as one cluster-level call: the paper gives no cost of its own), and each grant pays
+the same handoff as above, ``spin_handoff_s`` per other process already spinning. All at once,
+the requests queue and spin; staggered by more than one process's hold, each finds the lock
+free ("staggered sufficiently to allow one process to acquire the lock before the next
+request", §6.1). The flush's writes are I/O, done without the pool lock (§2.1), and already
+priced with the driver's output.
+
 Not modeled: cache effects (process-to-processor affinity, Table IV; the cache side of record
 alignment, §4.2), the spinners' traffic slowing other transfers on the bus (the handoff is
-charged to the lock it holds up, not queued at the bus centre as well), and phases (the model
-spreads a process's demands evenly over its run, so the burst of lock requests at the start of
-the flush that §6.1 staggers is not in it).
+charged to the lock it holds up, not queued at the bus centre as well), and phases other than
+the flush (in ``price`` every demand is spread evenly over the run).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -204,4 +217,59 @@ def price(run: SortRun, profile: HardwareProfile) -> SortTime:
         lock_hold_s=float(demand[:, :pools].sum()),
         lock_wait_s=float((time_at[:, :pools] - demand[:, :pools]).sum()),
         per_process=per_process,
+    )
+
+
+@dataclass
+class FlushTime:
+    """The flush phase of one sort (§6.1), from the moment the processes end."""
+
+    length_s: float
+    """Until the last flush call lets go of its pool lock."""
+    lock_wait_s: float
+    """Total over processes of the time from a flush request to its grant (queue and handoff)."""
+    handoff_s: float
+    """The part of ``lock_wait_s`` spent handing the lock on past spinning processes: the lock
+    byte's cache line on the bus, the contention §6.1 saw with the bus monitor."""
+    peak_spinners: int
+    """The most processes spinning on one pool lock when it was granted."""
+    per_process: list[dict[str, float]] = field(default_factory=list)
+    """Each process's flush: its start, its wait and when it let go of the lock (seconds)."""
+
+
+def flush_phase(run: SortRun, profile: HardwareProfile) -> FlushTime:
+    """Price the flush phase of ``run`` (§6.1, see the module docstring): at each pool lock, the
+    processes' ``flush`` calls in the order they are made, first come first served."""
+    setup, counters = run.setup, run.buffer.counters
+    n, pools = setup.processes, setup.pools
+    hold = profile.lock_hold_cluster_us / 1e6
+    handoff = spin_handoff_s(profile)
+    calls = counters.per_process(n, pools, "flush")
+    start = np.array(run.flush_start_ms or [0.0] * n) / 1e3
+    wait, spun, end = np.zeros(n), np.zeros(n), start.copy()
+    peak = 0
+    for q in range(pools):
+        left = calls[:, q].copy()
+        asking = [(start[p], p) for p in range(n) if left[p]]  # (time of the request, process)
+        heapq.heapify(asking)
+        free = 0.0                                              # when the lock is next free
+        while asking:
+            asked, p = heapq.heappop(asking)
+            at = max(asked, free)
+            spinners = sum(1 for t, _ in asking if t <= at)     # the others already asking
+            granted = at + spinners * handoff
+            wait[p] += granted - asked
+            spun[p] += spinners * handoff
+            peak = max(peak, spinners)
+            free = end[p] = granted + hold
+            left[p] -= 1
+            if left[p]:                                         # its next call, right after
+                heapq.heappush(asking, (free, p))
+    return FlushTime(
+        length_s=float(end.max(initial=0.0)),
+        lock_wait_s=float(wait.sum()),
+        handoff_s=float(spun.sum()),
+        peak_spinners=peak,
+        per_process=[{"start_s": float(start[p]), "lock_wait_s": float(wait[p]),
+                      "end_s": float(end[p])} for p in range(n)],
     )

@@ -17,7 +17,7 @@ sharing one buffer in shared memory. This package rebuilds that node model:
               each behind its lock, with every acquisition counted (§2.1, §4.1, §5, §5.1)
 ``psort``     the parallel external sort: range redistribution by quantiles through exchange,
               quicksort runs as large as the sort space, merges, the last merge in ``next``
-              (§2.2, §2.3)
+              (§2.2, §2.3), and the flush at the end, its starts staggered or not (§6.1)
 
 The sort really sorts (its output is checked against DuckDB's ``ORDER BY``) and counts what it
 did; ``minidb.cost.volcano_model`` prices the counts on the Sequent profile, with the pool lock as

@@ -32,6 +32,9 @@ which lock it took) and what for:
 ``unfix``   records given back by an operator, as its ``unfix`` scheme groups them (§5.2);
             records a gatherer still holds keep their cluster fixed (§5.2's warning that
             grouping "may increase buffer contention").
+``flush``   a process's flush at the end (§6.1): one call on the pool of its disk, to sweep that
+            pool's hash table for the disk's dirty clusters (§4.3 "sweeping the hash table
+            during a buffer flush"); the writes themselves are I/O, done without the pool lock.
 
 The pool lock is a real ``threading.Lock`` per pool here (processes are threads); the counters
 and the frames are updated under it, so the counts are exact whatever the interleaving. Fixes
@@ -60,7 +63,7 @@ from minidb.plugins import lookup
 from minidb.volcano.unfix import GroupedUnfix, SimpleUnfix
 
 DEVICE_SHIFT = 40
-KINDS = ("fix", "release", "unfix")
+KINDS = ("fix", "release", "unfix", "flush")
 
 
 def cluster_id(device: int, number: int | np.ndarray) -> np.ndarray | int:
@@ -207,9 +210,13 @@ class ClusterPool:
         self.counters.drops += 1
         self._forget(frame)
 
-    def flush(self) -> int:
-        """Write every dirty unpinned cluster (end of the query); returns how many."""
-        frames = np.flatnonzero(self.dirty & (self.pins == 0))
+    def flush(self, device: int | None = None) -> int:
+        """Write every dirty unpinned cluster (end of the query), or only ``device``'s; returns
+        how many."""
+        write = self.dirty & (self.pins == 0)
+        if device is not None:
+            write &= device_of(self.cluster) == device
+        frames = np.flatnonzero(write)
         self.dirty[frames] = False
         self.counters.flush_writes += len(frames)
         return len(frames)
@@ -389,8 +396,18 @@ class SharedBuffer:
         if gatherer is not None:
             self._calls(process, operator, *gatherer.close())
 
-    def flush(self) -> int:
-        """End of the query: every pool writes its dirty unpinned clusters; returns how many."""
+    def flush(self, process: int | None = None, device: int | None = None) -> int:
+        """End of the query: write the dirty unpinned clusters; returns how many. Without
+        ``process``, every pool writes all of its own (nothing counted). With ``process``, that
+        process's flush of ``device``'s clusters (§6.1): one ``flush`` call on the device's pool,
+        whose lock it takes to sweep the pool's table."""
+        if process is not None:
+            self._count(process, device, "flush", 1)
+            if self.pool is None:
+                return 0
+            q = int(self.pool_of(device))
+            with self.locks[q]:
+                return self.pool[q].flush(device)
         if self.pool is None:
             return 0
         written = 0

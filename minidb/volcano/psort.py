@@ -2,7 +2,7 @@
 
 The paper's workload (§3.2): the input is spread randomly and evenly over ``processes`` disks,
 one process per disk (§3.3); the output must be *range-partitioned* over the same disks and
-sorted within each range. Every process does two things:
+sorted within each range. Every process does three things:
 
 1. **produce** (exchange's producer side): scan its disk cluster by cluster and send every record
    through the exchange to the process that owns the record's key range. The support
@@ -16,6 +16,14 @@ sorted within each range. Every process does two things:
    most ``fan_in`` remain (``fan_in`` = clusters of sort space minus one for output), then do
    the last merge as the output is consumed: the query's *driver* writes each output record to
    the process's disk and unfixes it.
+
+3. **flush** (§6.1): once every process has ended (they end together, when the last packet with
+   the end-of-stream tag arrives), each process flushes its disk's clusters from the buffer: it
+   takes the lock of its disk's pool once to sweep the pool's table (a ``flush`` call) and
+   writes what is still dirty. §6.1 found the processes' flush requests colliding at the pool
+   locks and delayed process ``p``'s flush by ``p x flush_stagger_ms``; the sort records each
+   process's start (``SortRun.flush_start_ms``) and ``minidb.cost.volcano_model.flush_phase``
+   prices the phase. The engine does the flushes one after another in that order.
 
 Every record is unfixed three times, as §5 counts them: by the *filter* (the producer side,
 done with an input record once it is routed), by the *sort* (once the record is copied into the
@@ -87,10 +95,16 @@ class SortSetup:
     """Clusters the shared buffer holds; None: the paper's I/O buffer (see ``buffer_size``)."""
     buffer_policy: str = "lru"
     """The replacement policy of every pool (a registered ``buffer_policy``; §4.1: LRU)."""
+    flush_stagger_ms: float = 0.0
+    """§6.1: process ``p`` starts its flush ``p x flush_stagger_ms`` after the processes end
+    (the paper: 1-4 ms, 2 ms from then on; 0: all at once, as before §6.1)."""
 
     def __post_init__(self) -> None:
         if self.processes < 1:
             raise MinidbError(f"the sort needs at least one process, not {self.processes}")
+        if self.flush_stagger_ms < 0:
+            raise MinidbError(f"a flush can be delayed, not advanced: flush_stagger_ms "
+                              f"{self.flush_stagger_ms} must be 0 or more")
         if self.quantiles not in QUANTILES:
             raise MinidbError(f"quantiles are {' or '.join(QUANTILES)}, not {self.quantiles!r}")
         scheme(self.unfix)  # an unknown scheme is an error now, not in a thread
@@ -194,6 +208,8 @@ class SortRun:
     wall_s: float = 0.0
     run_clusters: list[int] = field(default_factory=list)
     """Clusters of run files allocated so far on each process's disk."""
+    flush_start_ms: list[float] = field(default_factory=list)
+    """When each process started its flush, in ms after the processes ended (§6.1)."""
 
     def buffer_counters(self, pool: int | None = None) -> PoolCounters:
         """What the bounded buffer did with clusters (hits, misses, evictions, dirty writes),
@@ -207,7 +223,7 @@ class SortRun:
     def counts_only(self) -> SortRun:
         """This run without its output records (what pricing needs, a few KB to keep)."""
         return SortRun(self.setup, [], self.bounds, self.work, self.buffer, self.wall_s,
-                       self.run_clusters)
+                       self.run_clusters, self.flush_start_ms)
 
     def total(self) -> ProcessWork:
         out = ProcessWork()
@@ -291,9 +307,19 @@ def parallel_sort(records: np.ndarray, setup: SortSetup, runtime: str = "threads
             w.join()
     if exchange.failed is not None:
         raise MinidbError(f"parallel sort failed: {exchange.failed}") from exchange.failed
-    buffer.flush()  # the output clusters still in the buffer go to disk
+    _flush(run)  # the output clusters still in the buffer go to disk
     run.wall_s = time.perf_counter() - start
     return run
+
+
+def _flush(run: SortRun) -> None:
+    """§6.1: every process flushes its disk's clusters, process ``p`` starting
+    ``p x flush_stagger_ms`` after the processes ended; the flushes run here in that order."""
+    n, stagger = run.setup.processes, run.setup.flush_stagger_ms
+    run.flush_start_ms = [p * stagger for p in range(n)]
+    for p in sorted(range(n), key=lambda p: run.flush_start_ms[p]):
+        run.buffer.flush(process=p, device=p)
+    run.buffer.flush()  # clusters of no process's disk (none in this sort)
 
 
 def _on_ray(records: np.ndarray, setup: SortSetup) -> SortRun:
