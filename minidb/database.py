@@ -160,7 +160,7 @@ class Database:
     def __init__(self, page_size: int | None = None, buffer_pages: int = 1024, buffer_policy: str = "lru",
                  data_dir: str | os.PathLike | None = None, memory_pages: int | None = None,
                  rid_fetch: str = "sorted", join: str | None = None,
-                 in_doubt: Callable[[str], bool] | None = None):
+                 in_doubt: Callable[[str, str], bool] | None = None):
         check_rid_fetch(rid_fetch)
         self.join = check_join_choice(join)
         self._lock: DirectoryLock | None = None
@@ -261,17 +261,52 @@ class Database:
             self.buffer.flush()
 
     # -- two-phase commit, the participant's half (minidb.txn.two_phase) ------------------------
-    def prepare(self, txn: str) -> None:
-        """Vote yes for ``txn``: force the pages, then a prepare record with the catalog."""
+    def prepare(self, txn: str, kind: str | None = None, force: bool = True,
+                protocol: str | None = None, presume: str | None = None) -> None:
+        """Vote yes for ``txn``: force the pages, then a prepare record with the catalog (run by
+        a commit protocol: the record's ``kind``, whether it is forced, the ``protocol`` and its
+        presumption; ``minidb.txn.undo.UndoJournal.prepare``)."""
         self._check_open()
         self.buffer.flush()
         if self.persistent:
             with self._save_lock:
                 self.disk.sync()
-                self.journal.prepare(txn, self._catalog_doc())
+                self.journal.prepare(txn, self._catalog_doc(), kind, force, protocol, presume)
+
+    def force_pages(self) -> None:
+        """Write back and force every page of the open transaction (a participant's vote)."""
+        self._check_open()
+        self.buffer.flush()
+        if self.persistent:
+            self.disk.sync()
+
+    def log_commit(self, force: bool) -> None:
+        """A commit protocol logs this node's ``COMMIT`` record (forced or not, as it says);
+        ``commit`` then finishes without logging another."""
+        if self.persistent:
+            with self._save_lock:
+                self.journal.commit(self._catalog_doc(), force=force)
+
+    def log_abort(self, txn: str, force: bool) -> None:
+        """A commit protocol logs this node's ``ABORT`` record (forced or not, as it says)."""
+        if self.persistent:
+            self.journal.abort(txn, force=force)
+
+    def force_log(self) -> None:
+        """One force of the journal for every record appended so far (group commit)."""
+        if self.persistent:
+            self.journal.force()
 
     def commit(self, txn: str) -> None:
-        """The coordinator decided to commit ``txn``: make it so (``checkpoint``)."""
+        """The coordinator decided to commit ``txn``: make it so (``checkpoint``; when the
+        commit protocol logged the commit record already, only the catalog and the clean-up)."""
+        if self.persistent and self.journal.commit_logged:
+            self.buffer.flush()
+            with self._save_lock:
+                self.disk.sync()
+                write_json_atomically(self.disk.path / CATALOG_FILE, self._catalog_doc())
+                self.journal.finish()
+            return
         self.checkpoint()
 
     def abort(self) -> None:
@@ -549,7 +584,7 @@ def check_data_dir(data_dir: Any) -> None:
 
 #: keyword arguments of ``connect`` that only the parallel engine takes
 PARALLEL_OPTIONS = ("address", "disk_nodes", "diskless_nodes", "timeout", "packet_bytes",
-                    "profile", "num_cpus", "bit_filters")
+                    "profile", "num_cpus", "bit_filters", "commit")
 
 
 def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = None, buffer_pages: int = 1024,
@@ -562,9 +597,12 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     ``backend="ray"`` gives a shared-nothing ``minidb.cluster.ParallelDatabase`` whose nodes are
     objects in this process (``backend="inline"``) or Ray actors (``backend="ray"``); it also
     takes ``address``, ``disk_nodes``, ``diskless_nodes``, ``timeout``, ``packet_bytes``,
-    ``profile``, ``num_cpus`` and ``bit_filters`` (Gamma's bit-vector filters on every two-table
+    ``profile``, ``num_cpus``, ``bit_filters`` (Gamma's bit-vector filters on every two-table
     inner equi-join, ``minidb.parallel.bitfilter``; the hint ``bit_filters`` turns them on for
-    one statement); giving any of these makes even one node the parallel engine.
+    one statement) and ``commit`` (the registered commit protocol, ``minidb.plugins.names
+    ("commit")``, that commits every statement over the nodes of a data directory; presumed
+    abort by default: ``minidb.txn.commit.enginenet``); giving any of these makes even one node
+    the parallel engine.
     ``timeout``: the seconds a phase may take before it is an error; by default 60 s stretched
     by the machine's load average per core (``minidb.cluster.machine.phase_timeout``).
 

@@ -21,10 +21,12 @@ its own catalog, see ``minidb.database``) and keeps the coordinator's catalog in
 the number of nodes, which are disk nodes, the page size, and per table its schema, tuple count,
 statistics and partitioning (the partitioner's kind, columns and what it learned: boundaries,
 the next node of round-robin). A statement that changes a table commits on every node or on
-none: two-phase commit with presumed abort (``minidb.txn.two_phase``; the decision is a record
-forced to ``wal.log`` in D that carries the new ``cluster.json``). A statement that fails before
-the decision is undone on every node; a node that crashed while prepared asks that log when it
-is opened again. One process at a time may open D (``minidb.txn.dirlock``). Opening D again
+none: the registered commit protocol ``connect(commit=...)`` names (presumed abort by default)
+runs with the nodes as its participants (``minidb.txn.two_phase``, ``minidb.txn.commit.enginenet``;
+the decision is a record forced to ``wal.log`` in D that carries the new ``cluster.json``). A
+statement that fails before the decision is undone on every node; a node that crashed while
+prepared asks that log when it is opened again, and the protocol's presumption answers when the
+log has forgotten the transaction. One process at a time may open D (``minidb.txn.dirlock``). Opening D again
 starts the nodes on their directories and rebuilds the host's copies of the tables from the
 catalog; the node count must be the same. The coordinator's catalog decides which tables exist:
 a fragment no entry names is dropped, and a table whose fragment is missing on a node is an
@@ -111,6 +113,7 @@ from minidb.sql.translate import (
 from minidb.storage.schema import Schema, concat_records
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 from minidb.txn.dirlock import DirectoryLock
+from minidb.txn.commit.enginenet import CommitAborted, engine_protocol
 from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
@@ -129,13 +132,17 @@ class ParallelResult(ResultRows):
     profile named by ``connect(profile=...)`` would have taken for these counters
     (``minidb.cost.modeled_time``), or None when no profile is set. ``phase_wall_s`` holds the
     real seconds each phase took on this machine (never priced; see ``data_moved``). ``plan``
-    is the typed plan that ran: one ``minidb.cluster.plan.Phase`` per phase.
+    is the typed plan that ran: one ``minidb.cluster.plan.Phase`` per phase. A statement that
+    changed a table in a data directory adds its commit protocol's work to ``counters``:
+    ``commit.messages``, ``commit.forces`` (``commit.coordinator_forces`` +
+    ``commit.participant_forces``), ``commit.log_records`` (and by role), ``commit.participants``.
     """
 
     def __init__(self, schema: Schema, records: np.ndarray, kind: str, rows: int, wall_s: float,
                  phases: list[dict], phase_names: list[str], scheduler_messages: int,
                  plan_text: str, statement: str, modeled_s: float | None = None,
-                 phase_wall_s: list[float] | None = None, plan: list[Phase] | None = None):
+                 phase_wall_s: list[float] | None = None, plan: list[Phase] | None = None,
+                 commit: dict | None = None):
         self._schema, self._records = schema, records
         self.kind, self.rows, self.wall_s, self.statement = kind, rows, wall_s, statement
         self.phases, self.phase_names = phases, phase_names
@@ -155,6 +162,8 @@ class ParallelResult(ResultRows):
         self.counters["control_messages"] = self.counters.get("control_messages", 0) + scheduler_messages
         self.counters["scheduler_messages"] = scheduler_messages
         self.counters["phases"] = len(phases)
+        for k, v in (commit or {}).items():  # the commit protocol's work (minidb.txn.two_phase)
+            self.counters[f"commit.{k}"] = v
 
     def explain(self, fragments: bool = False) -> str:
         """The phases as the scheduler ran them, one line per operator group; with
@@ -225,8 +234,9 @@ class ParallelDatabase:
                  memory_pages: int | None = None, data_dir: str | os.PathLike | None = None,
                  timeout: float | None = None, packet_bytes: int = 2048, profile: str | None = None,
                  num_cpus: int | None = None, rid_fetch: str = "sorted", join: str | None = None,
-                 bit_filters: bool = False):
+                 bit_filters: bool = False, commit=None):
         check_rid_fetch(rid_fetch)
+        protocol = engine_protocol(commit)  # an unknown name fails before anything starts
         self.join = check_join_choice(join)
         if not isinstance(bit_filters, bool):
             raise MinidbError(f"bit_filters must be True or False, not {bit_filters!r}")
@@ -246,7 +256,7 @@ class ParallelDatabase:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._lock = DirectoryLock(self.data_dir)
             try:
-                self.two_phase = TwoPhaseCoordinator(self.data_dir)
+                self.two_phase = TwoPhaseCoordinator(self.data_dir, protocol)
                 self.two_phase.recover(self.data_dir / CLUSTER_FILE)
             except BaseException:
                 self._release_directory()
@@ -302,6 +312,10 @@ class ParallelDatabase:
             except BaseException:
                 self.host.close()
                 raise
+            if self.two_phase is not None:
+                from minidb.cluster.backends import ship_by_value
+
+                ship_by_value(type(self.two_phase.protocol))  # a student's class travels by value
         self.schemes: dict[str, Partitioner] = {}
         self._ids = itertools.count()
         self._closed = False
@@ -310,6 +324,7 @@ class ParallelDatabase:
             self.backend.call_all("data_path", {n: () for n in range(self.num_nodes)}, "start nodes")
         if self.data_dir is not None:
             try:
+                self.two_phase.forget()  # every node is open: it settled what it doubted
                 self._reopen(stored)
             except BaseException:
                 self.close()
@@ -440,6 +455,8 @@ class ParallelDatabase:
         hints = with_default_join(parse_hints(*specs), self.join)
         statement = translate(body, self.host.catalog, propagate=propagate)
         self._take_counters("start of statement")
+        if self.two_phase is not None:
+            self.two_phase.last = {}
         run = ParallelPlanner(self, hints, next(self._ids))
         run.placement, run.bit_filters, run.strategy = placement, bit_filters, strategy
         if result_partition is not None and not isinstance(statement, CreateTableAsStatement):
@@ -453,9 +470,10 @@ class ParallelDatabase:
                 schema, records, kind, rows = self._change(statement, run, result_partition)
         wall = time.perf_counter() - start
         s = run.scheduler
+        commit = dict(self.two_phase.last) if self.two_phase is not None else None
         return ParallelResult(schema, records, kind, rows, wall, s.phases, s.phase_names,
                               s.scheduler_messages, s.explain(), text, self._modeled(run),
-                              s.phase_wall_s, s.plan)
+                              s.phase_wall_s, s.plan, commit)
 
     def _change(self, statement, run: ParallelPlanner, result_partition):
         """Run a statement that changes a table; (schema, records, kind, rows) of its result."""
@@ -563,8 +581,8 @@ class ParallelDatabase:
                 "page_size": self.page_size, "tables": tables}
 
     def _save(self) -> None:
-        """Commit the statement on every node and in the coordinator catalog, with two-phase
-        commit (``minidb.txn.two_phase``); without a data directory, nothing to do."""
+        """Commit the statement on every node and in the coordinator catalog, with the chosen
+        commit protocol (``minidb.txn.two_phase``); without a data directory, nothing to do."""
         if self.data_dir is not None:
             self.two_phase.commit(self.backend.call_all, list(range(self.num_nodes)),
                                   self._catalog_doc(), self.data_dir / CLUSTER_FILE)
@@ -578,14 +596,16 @@ class ParallelDatabase:
             self._save()
         except BaseException as e:
             if self.data_dir is not None and not isinstance(e, CommitUnfinished):
-                self._abort()
+                self._abort(tell_nodes=not isinstance(e, CommitAborted))
             raise
 
-    def _abort(self) -> None:
-        """Undo the failed statement on the nodes and read the committed catalog again. A node
-        that cannot be reached undoes its part when it is opened again (presumed abort)."""
+    def _abort(self, tell_nodes: bool = True) -> None:
+        """Undo the failed statement on the nodes (unless the commit protocol aborted it, and so
+        told them already) and read the committed catalog again. A node that cannot be reached
+        undoes its part when it is opened again."""
         try:
-            self.two_phase.abort(self.backend.call_all, list(range(self.num_nodes)))
+            if tell_nodes:
+                self.two_phase.abort(self.backend.call_all, list(range(self.num_nodes)))
         except MinidbError:
             return  # a node is gone: the database must be opened again to be used
         for name in self.host.tables():

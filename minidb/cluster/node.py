@@ -16,8 +16,10 @@ Persistence. Given a data directory D, node i keeps its pages and its own catalo
 (a single-node ``Database`` there, so it reopens the same way); every method that changes a
 fragment ends with ``Database.finish_change``: the pages are written back, but the node does not
 commit on its own (``autocommit`` is off); the coordinator commits or aborts the statement on
-every node together (``prepare`` / ``commit`` / ``abort``, two-phase commit with presumed abort,
-``minidb.txn.two_phase``). The coordinator keeps the cluster-wide catalog.
+every node together with the registered commit protocol ``connect(commit=...)`` names (presumed
+abort by default): its participant role runs here, ``commit_events``, on the node's journal
+(``minidb.txn.commit.enginenet``; ``prepare`` / ``commit`` / ``abort`` are what its records and
+decisions do). The coordinator keeps the cluster-wide catalog.
 """
 
 from __future__ import annotations
@@ -189,6 +191,7 @@ class Node:
                            buffer_policy=buffer_policy, data_dir=data_dir,
                            memory_pages=memory_pages, rid_fetch=rid_fetch, in_doubt=decisions)
         self.db.autocommit = data_dir is None  # a user's directory: the coordinator commits
+        self.prepare_as: dict = {}  # the commit protocol's PREPARE record (``prepare``)
         self.db.ctx.node_id = node_id
         self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
@@ -319,9 +322,19 @@ class Node:
 
     # -- two-phase commit (the coordinator's minidb.txn.two_phase calls these) ------------------
     def prepare(self, txn: str) -> bool:
-        """Phase one: force this node's part of the statement and vote yes (an error is a no)."""
-        self.db.prepare(txn)
+        """Phase one: force this node's part of the statement and vote yes (an error is a no).
+        Under a commit protocol, ``prepare_as`` holds what the protocol's record says (its kind,
+        whether it is forced, the protocol and its presumption; ``Database.prepare``)."""
+        self.db.prepare(txn, **self.prepare_as)
         return True
+
+    def commit_events(self, protocol, ctx: dict, seq: int, events: list) -> dict:
+        """Run the commit protocol's participant role on this node for a batch of events (the
+        coordinator's ``minidb.txn.commit.enginenet.EngineNetwork`` sends them); the handlers'
+        effects come back, in order."""
+        from minidb.txn.commit.enginenet import handle_on_node
+
+        return handle_on_node(self, protocol, ctx, seq, events)
 
     def commit(self, txn: str) -> None:
         self.db.commit(txn)

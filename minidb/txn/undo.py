@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 LOG_FILE = "wal.log"
 
 BEGIN, BEFORE, CREATE, COMMIT, PREPARE = 1, 2, 3, 4, 5
+#: a commit protocol's abort record, and (in a coordinator's log) a record of another kind it
+#: names, such as presumed commit's COLLECTING (``minidb.txn.commit.enginenet``)
+ABORT, NOTE = 6, 7
 _BEFORE = struct.Struct("<HI")  # name length, page number (then the name, then the page)
 
 
@@ -105,6 +108,8 @@ class UndoJournal:
         self._imaged: set[tuple[str, int]] = set()  # pages whose before-image is in the log
         self._created: set[str] = set()
         self._drops: list[str] = []
+        #: the commit protocol logged this transaction's COMMIT record (``log_commit``)
+        self.commit_logged = False
 
     def _begin(self) -> None:
         if not self._open:
@@ -164,22 +169,46 @@ class UndoJournal:
         return True
 
     # -- commit, undo, recovery ----------------------------------------------------------------
-    def commit(self, catalog: dict) -> None:
+    def commit(self, catalog: dict, force: bool = True) -> None:
         """The commit point: force a ``COMMIT`` record carrying the new catalog. The caller has
-        forced the data pages already, and writes the catalog file next, then calls ``finish``."""
+        forced the data pages already, and writes the catalog file next, then calls ``finish``.
+        ``force=False``: a commit protocol that does not force a participant's commit record
+        (presumed commit); a crash that loses it leaves the node prepared, and in doubt."""
         self._begin()
         body = json.dumps({"catalog": catalog, "drop": self._drops}).encode()
         self.log.append(COMMIT, body)
-        self.log.force()
+        if force:
+            self.log.force()
         self.counters.commits += 1
+        self.commit_logged = True
 
-    def prepare(self, txn: str, catalog: dict) -> None:
+    def prepare(self, txn: str, catalog: dict, kind: str | None = None, force: bool = True,
+                protocol: str | None = None, presume: str | None = None) -> None:
         """Phase one of two-phase commit (``minidb.txn.two_phase``), after the pages are forced:
         force a ``PREPARE`` record with the catalog the transaction would commit. From here the
-        node can go either way, whatever happens to it, until the coordinator says which."""
+        node can go either way, whatever happens to it, until the coordinator says which.
+        Run by a commit protocol (``minidb.txn.commit.enginenet``), the record also names the
+        protocol's record ``kind``, the ``protocol`` and its presumption (``presume``: what
+        "the coordinator has no record" means, ``"commit"`` or ``"abort"``), and is forced
+        only if the protocol says so."""
         self._begin()
-        body = json.dumps({"txn": txn, "catalog": catalog, "drop": self._drops}).encode()
-        self.log.append(PREPARE, body)
+        doc = {"txn": txn, "catalog": catalog, "drop": self._drops}
+        extra = {"kind": kind, "protocol": protocol, "presume": presume}
+        doc.update({k: v for k, v in extra.items() if v is not None})
+        self.log.append(PREPARE, json.dumps(doc).encode())
+        if force:
+            self.log.force()
+
+    def abort(self, txn: str, force: bool = False) -> None:
+        """A commit protocol's ``ABORT`` record: recovery undoes the transaction without asking
+        the coordinator (forced only where the protocol says: 2PC, presumed commit)."""
+        self._begin()
+        self.log.append(ABORT, json.dumps({"txn": txn}).encode())
+        if force:
+            self.log.force()
+
+    def force(self) -> None:
+        """Make every record appended so far durable (group commit's one force for many)."""
         self.log.force()
 
     def forget_if_untouched(self) -> None:
@@ -200,14 +229,16 @@ class UndoJournal:
         """Undo the open transaction (the caller has closed its files and emptied its buffer
         pool); the catalog file is the last committed one. A prepared transaction is undone too:
         the coordinator decided to abort it."""
-        self._recover(decide=lambda txn: False)
+        self._recover(decide=lambda txn, presume: False)
         self.counters.rollbacks += 1
 
     def recover(self, decide: Callable[[str], bool] | None = None) -> str | None:
         """Bring the directory to its last committed state after a crash, before anything else
         opens it; say what was done (None when the log was empty). A transaction that was
-        prepared but neither committed nor aborted is *in doubt*: ``decide(txn)`` asks its
-        coordinator whether it committed (``minidb.txn.two_phase.coordinator_decisions``)."""
+        prepared but neither committed nor aborted is *in doubt*: ``decide(txn, presume)`` asks
+        its coordinator whether it committed (``minidb.txn.two_phase.coordinator_decisions``);
+        ``presume`` is the presumption of the protocol that prepared it (``"abort"`` for a record
+        that names none: presumed abort, the engine's protocol before there was a choice)."""
         outcome = self._recover(decide)
         if outcome is not None:
             self.counters.recoveries += 1
@@ -222,13 +253,15 @@ class UndoJournal:
             return None
         commit = next((r for r in records if r.type == COMMIT), None)
         prepared = next((r for r in records if r.type == PREPARE), None)
-        if commit is None and prepared is not None:  # in doubt: the coordinator decides
-            txn = json.loads(prepared.payload)["txn"]
+        aborted = any(r.type == ABORT for r in records)
+        if commit is None and prepared is not None and not aborted:  # in doubt: ask
+            doc = json.loads(prepared.payload)
+            txn = doc["txn"]
             if decide is None:
                 raise MinidbError(f"{self.directory} holds a prepared transaction ({txn}) whose "
                                   "outcome only its coordinator knows; open the parallel "
                                   "database it belongs to")
-            if decide(txn):
+            if decide(txn, doc.get("presume", "abort")):
                 commit = prepared
         if commit is not None:  # redo: the catalog and the drops of a committed transaction
             doc = json.loads(commit.payload)
