@@ -260,3 +260,36 @@ def test_three_phase_commit_is_refused_with_the_reason(tmp_path):
     with pytest.raises(MinidbError, match="'3pc' cannot commit.*no answer.*termination protocol"):
         minidb.connect(nodes=2, data_dir=tmp_path, commit="3pc")
 
+
+
+@pytest.mark.ray
+def test_on_ray_a_students_protocol_runs_on_the_actors_and_a_killed_node_aborts(ray_session,
+                                                                                 tmp_path):
+    """The participant role runs in each node's actor (the student's class travels by value);
+    a node killed after the work phase stops answering: presumed commit aborts the statement,
+    and reopened, every node is as before it."""
+    from cluster_checks import kill_actor
+
+    data = wisconsin(ROWS, seed=5)
+    opts = dict(nodes=NODES, backend="ray", data_dir=tmp_path, timeout=5,
+                commit="student_engine_pc")
+    with minidb.connect(**opts) as db:
+        db.create_table("t", data, partition="hash(unique1)")
+        r = db.sql(UPDATE)
+        assert r.counters["commit.messages"] == one_run("student_engine_pc", NODES).messages
+    db = minidb.connect(**opts)
+    try:
+        backend, original = db.backend, db.backend.call_all
+
+        def kill_before_the_commit(method, args, phase=""):
+            if method == "commit_events" and phase == "commit" and 2 in args:
+                kill_actor(ray_session, backend.actors[2])
+            return original(method, args, phase)
+
+        backend.call_all = kill_before_the_commit
+        with pytest.raises(MinidbError):
+            db.sql(DELETE)
+    finally:
+        db.close()
+    with minidb.connect(**opts) as db:
+        assert _rows(db) == _oracle(data, UPDATE)
