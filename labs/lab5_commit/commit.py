@@ -18,7 +18,10 @@ the coordinator decided reaches every participant once the crashed sites are bac
 4 messages per participant in a run without faults. The contract is
 ``autograder/assignments/lab5/README.md``. The lab notebook runs the fault matrix on this class
 (``fault_matrix(["student_2pc"])``), ``pytest`` runs the grader's public cases on it, and
-``python -m autograder submit lab5 --out submission.zip`` hands it in.
+``python -m autograder submit lab5 --out submission.zip`` hands it in. Once it passes, it can
+commit a real parallel database's statements too: ``minidb.connect(nodes=3, data_dir=...,
+commit="student_2pc")`` runs your participant role on each node's undo journal
+(``minidb.txn.commit.enginenet``; ``counters["commit.messages"]`` counts your messages).
 """
 
 from minidb.plugins import register

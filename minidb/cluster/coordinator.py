@@ -112,8 +112,8 @@ from minidb.sql.translate import (
 )
 from minidb.storage.schema import Schema, concat_records
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
-from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.commit.enginenet import CommitAborted, engine_protocol
+from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on

@@ -3,8 +3,9 @@
 Two-phase commit where "no information" means abort: nobody forces an abort record, nobody
 acknowledges an abort, and a coordinator asked about a transaction it has forgotten answers ABORT.
 A commit costs what it costs in 2PC (coordinator and participants force, participants
-acknowledge); an abort costs no force and half the messages. The engine's own parallel commit
-(``minidb.txn.two_phase``) is this protocol.
+acknowledge); an abort costs no force and half the messages. It is the protocol the parallel
+engine commits its statements with unless ``connect(commit=...)`` names another
+(``minidb.txn.two_phase``, ``minidb.txn.commit.enginenet``).
 """
 
 from __future__ import annotations

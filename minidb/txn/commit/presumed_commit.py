@@ -4,7 +4,10 @@ The mirror of presumed abort: "no information" means commit. Commits get cheap (
 not force their commit record and do not acknowledge; the coordinator forgets at once), aborts
 pay (forced, acknowledged). The price: before the first PREPARE the coordinator forces a
 COLLECTING record naming the transaction, so that after a crash it can abort a transaction that
-was still collecting votes instead of letting "no information" read as commit.
+was still collecting votes instead of letting "no information" read as commit. On the parallel
+engine (``connect(commit="presumed_commit")``) a node in doubt whose coordinator has forgotten
+the transaction commits it, and one whose coordinator holds COLLECTING and no outcome aborts it
+(``minidb.txn.two_phase.coordinator_decisions``).
 """
 
 from __future__ import annotations
