@@ -94,10 +94,9 @@ def audit_log(phases: list[dict], packet_bytes: int, page_size: int,
               log_cpu: int | str | None = None) -> list[dict]:
     """``phases`` with the work of NonStop SQL's transaction log added (text under Figure 9).
 
-    Every node counted ``audit_bytes`` for the rows it changed: one record image (200 bytes) per
-    row updated or inserted (the paper: about 16 MB of log data for the 80,000 rows its 1% update
-    changed on F16, 200 bytes a row; "the block of inserts generate a single log record" for the
-    1% select & insert). In each phase:
+    Every node counted ``audit_bytes`` for the rows its UPDATE changed: one record image
+    (200 bytes) a row. The paper: "This query generated about 16MB of log data on the F16 table",
+    16 MB / 80,000 rows updated = 200 bytes a row, the row size. In each phase:
 
     * each node sends its audit to the log process on ``log_cpu`` in blocks of ``packet_bytes``
       (4 KB, the sequential block buffering): over the bus from another processor (sender: packet
@@ -108,7 +107,10 @@ def audit_log(phases: list[dict], packet_bytes: int, page_size: int,
       on Table 2 (the disc process "never waits for disc", so that rate is the processor's, not a
       disc arm's); the log disc's pages go through the same path of cpu 1.
 
-    Statements that change no row (scan, average) get no log work. The phases given are not
+    Only the update is logged here. The 1% select & insert logs too in NonStop SQL ("the block
+    of inserts generate a single log record"), but the paper gives no volume for it, and a
+    record image a row (the update's) is a number it does not state: not modeled. Statements
+    with no audit (scan, average, insert, join) get no log work. The phases given are not
     changed; new counter dicts are returned."""
     log_cpu = LOG_CPU if log_cpu is None else log_cpu
     out = []
