@@ -49,7 +49,7 @@ def test_audit_bytes_are_the_rows_really_updated_times_the_record(db, data):
     assert changed > 0
     per_node = {n: c["audit_bytes"] for n, c in result.per_node.items()}
     assert sum(per_node.values()) == changed * RECORD
-    for n, c in result.per_node.items():  # each node audits the rows it updated itself
+    for c in result.per_node.values():  # each node audits the rows it updated itself
         assert c["audit_bytes"] == c["tuples"]["store"] * RECORD
     # the rows counted are the rows that changed: minidb's table equals DuckDB's replay
     con.execute(f"CREATE TABLE want AS SELECT unique2, CASE WHEN hundpct < {cut} "
