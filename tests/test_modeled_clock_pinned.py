@@ -19,7 +19,9 @@ PINNED = Path(__file__).parent / "data" / "modeled_clock_pinned.json"
 #: counters of the runtime itself, which the cost model never reads: ``messages_sent`` counts the
 #: calls a split table makes, and a producer's last batch now rides on its end-of-stream message
 #: (one call instead of two). Packets, bytes and control messages, which are priced, still count.
-UNPRICED = {"messages_sent"}
+#: ``audit_bytes`` (added later) counts an UPDATE's audit records; the cost model never reads it,
+#: only the Tandem experiments' log prices it (``minidb.experiments.tandem.audit_log``).
+UNPRICED = {"messages_sent", "audit_bytes"}
 #: per-operator counters added later that the cost model never reads: a join's memory high-water
 #: mark (recorded by every join plug-in, ``minidb/exec/join/base.py``)
 UNPRICED_SUFFIXES = (".peak_memory_pages",)

@@ -9,10 +9,11 @@ the machine's hardware profile (``minidb.cost``).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from minidb.cluster.coordinator import ParallelDatabase
+from minidb.cluster.scheduler import model_phases
 from minidb.cost.profiles import HardwareProfile, get_profile
 
 MIN_BUFFER_PAGES = 16
@@ -105,15 +106,27 @@ ACCESS_KINDS = ("heap_scan", "index_scan", "clustered_index_scan", "hash_lookup"
 
 
 def measure(db: ParallelDatabase, statement: str, drop: str | None = None,
-            startup: str = "per_node") -> Measurement:
+            startup: str = "per_node",
+            extra_work: Callable[[list[dict]], list[dict]] | None = None) -> Measurement:
     """Run ``statement`` from a cold buffer pool and price it on the database's profile;
-    ``drop`` names a result relation to drop afterwards (CREATE TABLE AS)."""
+    ``drop`` names a result relation to drop afterwards (CREATE TABLE AS). ``extra_work`` maps
+    the statement's phases (``{node: counters}`` each) to the phases priced, with work that
+    minidb counted but does not do itself added (NonStop SQL's audit log: ``tandem.audit_log``);
+    ``per_node`` then sums those phases."""
     db.clear_buffer_pools()
     result = db.sql(statement)
-    modeled = result.modeled(db.profile, db.page_size, startup=startup)
+    phases = extra_work(result.phases) if extra_work else result.phases
+    modeled = model_phases(phases, result.scheduler_messages, db.profile, db.page_size,
+                           startup=startup)
     longest = max(modeled.phases, key=lambda ph: ph.total_s)
+    per_node = result.per_node
+    if extra_work:
+        per_node = {}
+        for phase in phases:
+            for node, c in phase.items():
+                per_node[node] = _sum_counters(per_node.get(node, {}), c)
     kinds = set()
-    for counters in result.per_node.values():
+    for counters in per_node.values():
         kinds |= {k for k, n in counters.get("operators", {}).items() if n and k in ACCESS_KINDS}
     if drop is not None:
         db.drop_table(drop)
@@ -121,4 +134,13 @@ def measure(db: ParallelDatabase, statement: str, drop: str | None = None,
     return Measurement(modeled.total_s, result.wall_s, result.rows, longest.bottleneck,
                        tuple(sorted(kinds)), dict(result.counters),
                        slowest.cpu_s if slowest else 0.0, slowest.disk_s if slowest else 0.0,
-                       dict(result.per_node))
+                       dict(per_node))
+
+
+def _sum_counters(a: dict, b: dict) -> dict:
+    """Two nodes' counter dicts added key by key (nested dicts such as ``tuples`` too)."""
+    out = dict(a)
+    for key, value in b.items():
+        out[key] = (_sum_counters(out.get(key, {}), value) if isinstance(value, dict)
+                    else out.get(key, 0) + value)
+    return out
