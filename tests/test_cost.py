@@ -63,16 +63,20 @@ def test_every_numeric_field_has_a_source(name):
 
 
 def test_calibrated_constants_name_real_cells_and_follow_their_derivation():
-    from minidb.cost.profiles import gamma_scan_path_length
+    from minidb.cost.profiles import gamma_hash_entry_bytes, gamma_scan_path_length
     from minidb.results import load_reference
 
     reference = load_reference().to_pylist()
     cells = {(c["paper"], c["reference"], c["row"], c["column"]): c["value"] for c in reference}
     gamma = PROFILES["gamma"]
-    assert gamma.calibration_cells == (("gamma", "Table 7", "min_scalar", "gamma_1000000"),)
+    assert gamma.calibration_cells == (("gamma", "Table 7", "min_scalar", "gamma_1000000"),
+                                       ("gamma", "§6.1", "joins_1000000", "gamma_per_processor"))
     published = cells[gamma.calibration_cells[0]]
     assert gamma.instr_scan == round(gamma_scan_path_length(published))
     assert gamma.sources["instr_scan"].startswith("calibrated")
+    overflows = cells[gamma.calibration_cells[1]]  # §6.1's six overflow resolutions
+    assert gamma.hash_entry_bytes == gamma_hash_entry_bytes(int(overflows))
+    assert gamma.sources["hash_entry_bytes"].startswith("calibrated")
     for profile in PROFILES.values():
         for cell in profile.calibration_cells:
             assert cell in cells, (profile.name, cell)

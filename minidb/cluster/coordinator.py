@@ -75,6 +75,7 @@ from minidb.cluster.plan import (
 )
 from minidb.cluster.planner import ParallelPlanner, unsupported_in_parallel
 from minidb.cluster.scheduler import model_phases
+from minidb.cost.profiles import get_profile
 from minidb.database import (
     DEFAULT_PAGE_SIZE,
     Database,
@@ -291,14 +292,18 @@ class ParallelDatabase:
         self.num_nodes, self.disk = int(nodes), list(range(int(disk_nodes)))
         self.diskless = list(range(int(disk_nodes), int(nodes)))
         self.profile, self.page_size = profile, page_size
+        # a property of the machine's hash tables that the joins need, not only the cost model
+        entry_bytes = 0 if profile is None else int(get_profile(profile).hash_entry_bytes)
         self.host = Database(page_size=page_size, buffer_pages=buffer_pages,
                              buffer_policy=buffer_policy, memory_pages=memory_pages,
                              rid_fetch=rid_fetch)
+        self.host.ctx.hash_entry_bytes = entry_bytes
         kwargs = [dict(node_id=i, num_nodes=self.num_nodes, has_disk=i in self.disk,
                        page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                        memory_pages=memory_pages,
                        data_dir=None if data_dir is None else str(data_dir), timeout=timeout,
-                       packet_bytes=packet_bytes, rid_fetch=rid_fetch)
+                       packet_bytes=packet_bytes, rid_fetch=rid_fetch,
+                       hash_entry_bytes=entry_bytes)
                   for i in range(self.num_nodes)]
         if backend == "inline":
             from minidb.cluster.backends import InlineBackend

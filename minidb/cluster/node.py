@@ -186,7 +186,7 @@ class Node:
                  buffer_pages: int = 1024, buffer_policy: str = "lru",
                  memory_pages: int | None = None, data_dir: str | None = None,
                  timeout: float | None = None, packet_bytes: int = 2048,
-                 rid_fetch: str = "sorted"):
+                 rid_fetch: str = "sorted", hash_entry_bytes: int = 0):
         self.node_id, self.num_nodes, self.has_disk = node_id, num_nodes, has_disk
         if data_dir is not None:
             data_dir = node_dir(data_dir, node_id)
@@ -198,6 +198,7 @@ class Node:
         self.db.autocommit = data_dir is None  # a user's directory: the coordinator commits
         self.prepare_as: dict = {}  # the commit protocol's PREPARE record (``prepare``)
         self.db.ctx.node_id = node_id
+        self.db.ctx.hash_entry_bytes = hash_entry_bytes  # the profile's (its joins' tables)
         self._timeout, self.packet_bytes = timeout, packet_bytes
         self.inbox = Inbox()
         self.peers: list[Any] = []

@@ -63,6 +63,11 @@ class ExecContext:
     node_id: int | None = None
     """The parallel node these operators run on (None in a single-node database): an operator
     reading an exchange can then tell the tuples another node sent from its own."""
+    hash_entry_bytes: int = 0
+    """Bytes a main-memory hash table of this machine spends on each entry beyond the tuple
+    (bucket pointer, chain link, hash value): a join's table holds fewer tuples per page than a
+    heap page (``JoinAlgorithm.capacity``). Set from the hardware profile's ``hash_entry_bytes``
+    on the nodes of a parallel database; 0 (a table page holds what a heap page holds) otherwise."""
     _temp_ids: Iterator[int] = field(default_factory=itertools.count)
 
     @property

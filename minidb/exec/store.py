@@ -24,13 +24,22 @@ import numpy as np
 
 from minidb.exec.iterator import Operator
 from minidb.storage.heapfile import HeapFile
-from minidb.storage.page import HeapPageFormat
+from minidb.storage.page import HeapPageFormat, heap_capacity
 from minidb.storage.schema import Schema
 
 
 def tuples_per_page(page_size: int, schema: Schema) -> int:
     """How many tuples of ``schema`` one heap page of ``page_size`` bytes holds."""
     return HeapPageFormat(page_size, schema.dtype).capacity
+
+
+def hash_table_capacity(page_size: int, schema: Schema, entry_bytes: int = 0) -> int:
+    """How many tuples of ``schema`` one page of a main-memory hash table holds when each entry
+    takes ``entry_bytes`` beyond its tuple (bucket pointer, chain link, hash value): a heap page
+    of records that much wider. ``entry_bytes`` 0 gives ``tuples_per_page`` exactly."""
+    if not entry_bytes:
+        return tuples_per_page(page_size, schema)
+    return heap_capacity(page_size, schema.dtype.itemsize + int(entry_bytes))
 
 
 class SpoolWriter:

@@ -58,7 +58,9 @@ What a subclass declares:
 * ``run(memory_pages)``: a generator of output batches. ``memory_pages`` is the budget the planner
   gave the join (the pages its in-memory tables and output buffers may hold); respecting it is
   part of the algorithm (the autograder checks it through ``peak_memory_pages``, which
-  ``note_memory`` records);
+  ``note_memory`` records). ``capacity()`` and ``pages(n)`` count a hash table's tuples per page
+  of memory: on a machine whose profile sets ``hash_entry_bytes`` (Gamma's) an entry takes that
+  much more than its tuple, so a page holds fewer tuples than a heap page;
 * ``priced_counters``: which of its counters the modeled clock charges, and as which operator
   kind of ``minidb.cost.model.OPERATOR_COST_FIELD`` (``hash_build``, ``hash_probe``,
   ``partition``, ``sort_compare``, ``merge_compare`` ...). A join that declares none is refused
@@ -83,7 +85,7 @@ from minidb.exec.expr import Expr, is_true
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.join.key_directory import KeyDirectory
 from minidb.exec.join.nested_loops import concat_rows, joined_schema
-from minidb.exec.store import SpoolWriter, tuples_per_page
+from minidb.exec.store import SpoolWriter, hash_table_capacity
 from minidb.hashing import hash_column
 from minidb.storage.heapfile import HeapFile
 from minidb.storage.schema import NULLS, Schema, null_mask, take_records
@@ -220,12 +222,17 @@ class JoinAlgorithm(Operator):
         extra["peak_memory_pages"] = max(extra.get("peak_memory_pages", 0), int(pages))
 
     def pages(self, rows: int, schema: Schema | None = None) -> int:
-        """Pages that ``rows`` tuples of ``schema`` (the build input's by default) fill."""
+        """Pages of memory that ``rows`` tuples of ``schema`` (the build input's by default) fill
+        in a hash table (``capacity``)."""
         return -(-int(rows) // self.capacity(schema))
 
     def capacity(self, schema: Schema | None = None) -> int:
-        """Tuples of ``schema`` (the build input's by default) that fit on one page."""
-        return tuples_per_page(self.ctx.page_size, schema or self.build_schema)
+        """Tuples of ``schema`` (the build input's by default) that one page of memory holds in
+        a hash table: a heap page's worth, less what the machine's table spends on each entry
+        beyond its tuple (``ctx.hash_entry_bytes``: bucket pointer, chain link, hash value; 0,
+        so a heap page's worth exactly, unless the hardware profile models it, as Gamma's does)."""
+        return hash_table_capacity(self.ctx.page_size, schema or self.build_schema,
+                                   self.ctx.hash_entry_bytes)
 
     def build_batches(self) -> Iterator[np.ndarray]:
         """The build input a batch at a time, without tuples whose key is NULL."""

@@ -15,7 +15,8 @@ Output tuples are the probe tuple followed by the build tuple (outer then inner,
 ``NestedLoopsJoin``); the two inputs' column names must be different.
 
 Memory. The hash table may hold ``memory_pages`` pages of the build relation (the probe side
-streams through and is not charged). When the build input turns out bigger than that (the
+streams through and is not charged), ``capacity()`` tuples a page: on a machine whose hash table
+spends space on each entry (the profile's ``hash_entry_bytes``, Gamma's) fewer than a heap page. When the build input turns out bigger than that (the
 planner's estimate was too low), the join does not fail: it keeps the first ``memory_pages``
 pages in the table and spools the rest of the build input to a temporary file, probes with the
 whole probe input while also spooling it, then joins the spooled build tuples one memory-load at
@@ -79,7 +80,7 @@ class HashJoin(JoinAlgorithm):
         for key in counters + (("padded",) if self.outer else ()):
             self.stats.extra.setdefault(key, 0)
         build = self.children[0]
-        capacity = tuples_per_page(self.ctx.page_size, build.schema)
+        capacity = self.capacity()  # tuples per page of the hash table (``hash_entry_bytes``)
         self._limit = memory * capacity
         parts, rows = [], 0
         self._overflow: SpoolWriter | None = None
@@ -95,7 +96,7 @@ class HashJoin(JoinAlgorithm):
             rows += len(batch)
         self.stats.add("build_tuples", rows)
         self.note_memory(-(-min(rows, self._limit) // capacity))
-        self.stats.add("build_pages", -(-rows // capacity))
+        self.stats.add("build_pages", -(-rows // tuples_per_page(self.ctx.page_size, build.schema)))
         self._load(np.concatenate(parts) if parts else np.empty(0, dtype=build.schema.dtype))
         self._output = self._run()
 

@@ -38,7 +38,12 @@ probe file read once to pad it (an inner join skips it unread). Lab 2's student 
 (``labs/lab2_joins/hybrid_hash.py``) leaves this out: it keeps ``supports_outer`` False.
 
 Memory accounting (``peak_memory_pages``): the pages of the partitions held in memory plus one
-output buffer page for each partition being written to disk, at most ``memory_pages``.
+output buffer page for each partition being written to disk, at most ``memory_pages``. A page of
+memory holds ``capacity()`` tuples of a hash table, which is fewer than a heap page on a machine
+whose profile sets ``hash_entry_bytes`` (Gamma's): Hybrid and GRACE build the same kind of
+main-memory table as Simple hash and pay the same space per entry. (A spilled pair that fits is
+noted as its file's pages plus one, Lab 2's rule; with ``hash_entry_bytes`` its table takes more
+pages than the file, still within the budget since its tuples are at most ``limit``.)
 
 Counters (``stats.extra``): ``partitions_spilled``, ``levels`` (deepest recursion),
 ``build_tuples`` / ``probe_tuples`` (entered into or looked up in a hash table),

@@ -27,7 +27,10 @@ which is why the algorithm is cheap for one or two overflows and steeply worse a
 Figure 14; "deteriorates exponentially", §6.1).
 
 Memory: the table holds ``memory_pages - 1`` pages of building tuples; one page buffers the
-overflow file being written.
+overflow file being written. A page of the table holds ``capacity()`` tuples: a heap page's worth
+less the space the machine's hash table spends on each entry (``hash_entry_bytes`` of the
+hardware profile; Gamma's, calibrated on §6.1's six overflows, makes 13 Wisconsin tuples a 4 KB
+page where a heap page holds 19; see ``minidb.cost.profiles.gamma_hash_entry_bytes``).
 
 LEFT OUTER JOIN (``outer=True``, the probe input preserved): a probe tuple is decided in the
 pass where it probes a table, never in two: below the cut it meets every build tuple of its key

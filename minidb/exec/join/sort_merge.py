@@ -44,6 +44,7 @@ from minidb.exec.iterator import Operator
 from minidb.exec.join.base import BUILD_DONE, JoinAlgorithm
 from minidb.exec.join.key_directory import _expand
 from minidb.exec.sort import ExternalSort
+from minidb.exec.store import tuples_per_page
 from minidb.plugins import register
 from minidb.storage.schema import Schema
 
@@ -156,7 +157,7 @@ class SortMergeJoin(JoinAlgorithm):
         self.count("runs", extra.get("runs", 0))
         self.count("sort_pages_written", extra.get("pages_written", 0))
         self.count("sort_pages_read", extra.get("pages_read", 0))
-        capacity = self.capacity(sort.schema)
+        capacity = tuples_per_page(self.ctx.page_size, sort.schema)  # sort runs: heap pages
         self.count("sort_comparisons", sort_comparisons(
             n, (sort.memory_pages or 1) * capacity, max(1, extra.get("runs", 0)),
             extra.get("merge_passes", 0), max(2, (sort.memory_pages or 3) - 1)))
