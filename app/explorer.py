@@ -782,6 +782,52 @@ def _panels(panels: list) -> alt.TopLevelMixin:
         autosize=PAD)
 
 
+def category_frame(rows: list[dict], metric: str, clock: str = "modeled",
+                   row_names: Iterable[str] | None = None) -> pd.DataFrame:
+    """A table whose columns are not an axis (Distributed INGRES's user / system / elapsed time
+    per configuration): one bar per row and column, with its unit."""
+    wanted = set(row_names) if row_names is not None else None
+    bars = [{"row": r["row"], "column": r["column"], "value": r["value"],
+             "unit": r.get("unit", "")}
+            for r in rows if r["metric"] == metric and r["clock"] == clock
+            and (wanted is None or r["row"] in wanted) and r.get("value") is not None]
+    return pd.DataFrame(bars, columns=["row", "column", "value", "unit"])
+
+
+def category_chart(bars: pd.DataFrame, published: pd.DataFrame, metric: str,
+                   unit: str = "") -> alt.TopLevelMixin:
+    """Horizontal bars, one per row, coloured by column (side by side), and the paper's cells
+    for the same row and column as black ticks; a plot area of ``PANEL_WIDTH`` pixels."""
+    title = f"{metric} ({unit})" if unit else metric
+    height = max(PANEL_HEIGHT, 22 * len(bars) + 8 * bars["row"].nunique())
+    base = alt.Chart(bars).mark_bar().encode(
+        y=alt.Y("row:N", title=None, sort=None,
+                axis=alt.Axis(labelLimit=260, labelOverlap=False)),
+        yOffset="column:N",
+        x=alt.X("value:Q", title=title),
+        color=alt.Color("column:N", title="column", legend=alt.Legend(orient="bottom")),
+        tooltip=["row", "column", alt.Tooltip("value:Q", format=".4g")])
+    layers = [base]
+    if not published.empty:
+        layers.append(alt.Chart(published).mark_tick(color="black", thickness=2).encode(
+            y=alt.Y("row:N", sort=None), yOffset="column:N", x="value:Q",
+            tooltip=["row", "column", alt.Tooltip("value:Q", format=".4g", title="paper")]))
+    return alt.layer(*layers).properties(width=PANEL_WIDTH, height=height, autosize=PAD)
+
+
+def category_published(store: ResultsStore, paper: str, reference: str, bars: pd.DataFrame,
+                       metric: str) -> pd.DataFrame:
+    """The cells of the paper's ``reference`` (a table or figure: several tables may share row
+    and column names) with the same row, column and metric as a bar."""
+    keys = set(zip(bars["row"], bars["column"], strict=True))
+    cells = [{"row": c["row"], "column": c["column"], "value": c["value"]}
+             for c in store.reference(paper)
+             if c["reference"] == reference and c["metric"] == metric
+             and c["status"] in NUMBERED and c.get("value") is not None
+             and (c["row"], c["column"]) in keys]
+    return pd.DataFrame(cells, columns=["row", "column", "value"])
+
+
 def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFrame,
                 metric: str, unit: str = "") -> alt.TopLevelMixin:
     """Reproduced curves (lines), the paper's points (black diamonds) and the ideal (dashed).

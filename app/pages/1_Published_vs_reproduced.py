@@ -88,9 +88,18 @@ if rows:
                             default=explorer.reference_rows(store, paper, reference, rows, metric),
                             key=f"pvr_rows_{name}_{reference}_{metric}_{clock}")
     curves = explorer.curve_frame(rows, metric, clock, chosen)
-    if curves.empty:
-        st.write("Nothing to plot: choose at least one query (its columns must name a node "
-                 "count, page size, relation size or partition count).")
+    bars = explorer.category_frame(rows, metric, clock, chosen) if curves.empty else None
+    if curves.empty and (bars is None or bars.empty):
+        st.write("Nothing to plot: choose at least one query.")
+    elif curves.empty:  # columns that are not an axis: bars, the paper's cells as ticks
+        published = explorer.category_published(store, paper, reference, bars, metric)
+        if clock != "modeled" or compared.empty:
+            published = published.iloc[0:0]  # like with like: cells the run was compared on
+        st.altair_chart(explorer.category_chart(bars, published, metric,
+                                                str(bars["unit"].iloc[0])), width="content")
+        st.caption("one bar per row and column of the run"
+                   + ("; black ticks: the paper's numbers" if not published.empty else "")
+                   + ".")
     else:
         published = explorer.published_points(store, paper, curves, metric)
         if clock != "modeled":

@@ -41,6 +41,27 @@ def test_curves_follow_the_axis_and_keep_one_series_per_query_and_machine():
     assert explorer.axis_title(tandem["family"]) == "partitions"
 
 
+def test_a_table_without_an_axis_becomes_bars_with_its_own_tables_cells_as_ticks(tmp_path):
+    """Distributed INGRES's tables have configurations for rows and CPU / elapsed times for
+    columns: no axis, so bars; three tables share row and column names, so the paper's ticks
+    come from the chosen table only."""
+    rows = [row("normal_ingres_11_780", "user_time", "user_cpu_time", 450.0),
+            row("normal_ingres_11_780", "system_time", "system_cpu_time", 180.0),
+            row("two_sites", "user_time", "user_cpu_time", 270.0),
+            row("normal_ingres_11_780", "user_time", "user_cpu_time", 9.0, clock="wall")]
+    assert explorer.curve_frame(rows, "user_cpu_time").empty
+    bars = explorer.category_frame(rows, "user_cpu_time")
+    assert list(zip(bars["row"], bars["value"], strict=True)) == [("normal_ingres_11_780", 450.0),
+                                                                  ("two_sites", 270.0)]
+    assert explorer.category_frame(rows, "user_cpu_time", row_names=["two_sites"])[
+        "row"].tolist() == ["two_sites"]
+    store = ResultsStore(tmp_path / "r.duckdb")
+    ticks = explorer.category_published(store, "ingres", "Table 1", bars, "user_cpu_time")
+    assert ticks["value"].tolist() == [454.0]  # Table 1's normal INGRES user time (7:34)
+    chart = explorer.category_chart(bars, ticks, "user_cpu_time", "s").to_dict()
+    assert chart["height"] >= explorer.PANEL_HEIGHT and chart["width"] == explorer.PANEL_WIDTH
+
+
 def test_ideal_speedup_is_linear_from_the_smallest_configuration():
     curves = explorer.curve_frame([row("a", f"nodes_{n}", "speedup", v)
                                    for n, v in ((2, 2.0), (4, 3.5), (8, 6.0))], "speedup")
