@@ -76,6 +76,21 @@ def test_rows_equal_duckdb_on_one_node(single, shape):
     assert "IndexNestedLoopsJoin" in result.explain()
 
 
+@pytest.mark.parametrize("side", ["outer", "inner"])
+def test_an_empty_input_joins_nothing(single, side):
+    empty = pa.table({"k": pa.array([], pa.int64()), "w": pa.array([], pa.int64())})
+    single.create_table("nothing", empty)
+    single.create_index("nothing", "k")
+    try:
+        sql = ("SELECT n.w, b.w FROM nothing n JOIN b ON n.k = b.k" if side == "outer" else
+               "SELECT a.v, n.w FROM a JOIN nothing n ON a.k = n.k")
+        result = single.sql(f"/*+ index_nested_loops */ {sql}")
+        assert rows(result) == Counter()
+        assert "IndexNestedLoopsJoin" in result.explain()
+    finally:
+        single.drop_table("nothing")
+
+
 def test_one_lookup_per_outer_tuple_and_the_inner_table_is_never_scanned(single):
     result = single.sql("/*+ index_nested_loops */ SELECT a.v, b.w FROM a JOIN b ON a.k = b.k")
     counted = lookups(result)

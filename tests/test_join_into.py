@@ -22,6 +22,8 @@ rng = np.random.default_rng(11)
 A = pa.table({"k": rng.integers(0, 400, 2000), "v": np.arange(2000)})
 B = pa.table({"k": rng.integers(0, 400, 1500), "w": np.arange(1500)})
 C = pa.table({"k": np.arange(0, 400, 2), "x": np.arange(200)})
+F = pa.table({"k": np.arange(0, 400, 3).astype(float), "y": np.arange(134)})  # float keys
+E = pa.table({"k": pa.array([], pa.int64()), "z": pa.array([], pa.int64())})  # empty
 
 CASES = {
     "repartition local": ("/*+ local repartition */", "SELECT a.v, b.w FROM a JOIN b ON a.k = b.k"),
@@ -35,12 +37,15 @@ CASES = {
     "left join": ("/*+ remote repartition */", "SELECT a.v, b.w FROM a LEFT JOIN b ON a.k = b.k"),
     "overflow passes": ("/*+ remote simple_hash repartition */",
                         "SELECT a.v, b.w FROM a JOIN b ON a.k = b.k"),
+    "float keys": ("/*+ remote repartition */", "SELECT a.v, f.y FROM a JOIN f ON a.k = f.k"),
+    "empty input": ("/*+ remote repartition */", "SELECT a.v, e.z FROM a JOIN e ON a.k = e.k"),
+    "empty broadcast": ("/*+ broadcast */", "SELECT a.v, e.z FROM a JOIN e ON a.k = e.k"),
 }
 
 
 def oracle(sql: str) -> Counter:
     con = duckdb.connect()
-    for name, t in (("a", A), ("b", B), ("c", C)):
+    for name, t in (("a", A), ("b", B), ("c", C), ("f", F), ("e", E)):
         con.register(name, t)
     return Counter(con.execute(sql).fetchall())
 
@@ -49,7 +54,7 @@ def oracle(sql: str) -> Counter:
 def db():
     # 3 pages of 2 KB of hash-table memory per joining node: the Simple hash join overflows
     d = minidb.connect(nodes=6, disk_nodes=3, profile="teradata", memory_pages=3, page_size=2048)
-    for name, t in (("a", A), ("b", B), ("c", C)):
+    for name, t in (("a", A), ("b", B), ("c", C), ("f", F), ("e", E)):
         d.create_table(name, t, partition="hash(k)")
     yield d
     d.close()

@@ -289,3 +289,9 @@ def test_access_modes_experiment_counts_and_keeps_the_money_under_repeatable():
         assert got[(f"repeatable_{level}", "money_lost")] == 0
         assert got[(f"stable_{level}", "commits")] == 9
     assert {r["paper"] for r in rows} == {"ingres"} and all(r["reference"] == "" for r in rows)
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, "5", True, float("nan")])
+def test_a_bad_lock_timeout_is_a_clear_error(db, timeout):
+    with pytest.raises(MinidbError, match="lock_timeout is a number of seconds above 0"):
+        db.begin(lock_timeout=timeout)

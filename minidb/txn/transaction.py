@@ -185,6 +185,11 @@ class Transaction:
     def __init__(self, db: Database, access: str = "stable", lock_timeout: float | None = None):
         if not isinstance(access, str) or access.lower() not in ACCESS_MODES:
             raise MinidbError(f"access must be one of {', '.join(ACCESS_MODES)}, not {access!r}")
+        if lock_timeout is not None and (isinstance(lock_timeout, bool)
+                                         or not isinstance(lock_timeout, int | float)
+                                         or not lock_timeout > 0):
+            raise MinidbError(f"lock_timeout is a number of seconds above 0 (or None for the "
+                              f"default), not {lock_timeout!r}")
         self.db = db
         self.locks = db.locks
         self.access = access.lower()
