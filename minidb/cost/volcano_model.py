@@ -40,7 +40,14 @@ CPU path lengths are the profile's shared estimates (``instr_scan`` per record s
 ``instr_compare`` per comparison, also ``ceil(log2 N)`` of them for the support function that
 finds a record's key range, ``instr_copy`` per record copied, ``instr_packet`` per exchange
 packet sent or received, ``instr_buffer_call`` per buffer-manager call) plus the gathering cost
-of a grouped unfix (``GATHER_INSTRUCTIONS``).
+of a grouped unfix (``GATHER_INSTRUCTIONS``) and ``instr_next_call`` per record passed up one
+iterator (§2.1: every operator is an iterator, and a record climbs the plan by one ``next()``
+call per operator). A process passes each record up three times, the same three passes that made
+§5's 3,000,000 unfix calls: the file scan hands it to the exchange's producer, the exchange
+hands it to the sort, and the sort hands it to the driver. ``instr_next_call`` is the one CPU
+constant fitted to a published time (the profile gives its rule and cell); it stands for all
+the per-record work of the iterators that the shared path lengths leave out (the call through
+the support-function pointer, the state record, the record's descriptor).
 
 The flush (§6.1) is the one phase priced on its own, by ``flush_phase``, and only when asked
 for: ``price`` spreads a process's demands evenly over its run and leaves the flush calls out
@@ -130,7 +137,9 @@ def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndar
     demand = np.zeros((n, len(names)))
     for p, w in enumerate(run.work):
         records_unfixed = w.records_scanned + w.records_received + w.records_out
+        records_passed = records_unfixed          # one next() call each (see the docstring)
         instructions = (w.records_scanned * (profile.instr_scan + route * profile.instr_compare)
+                        + records_passed * profile.instr_next_call
                         + (w.quicksort_comparisons + w.merge_comparisons) * profile.instr_compare
                         + w.record_copies * profile.instr_copy
                         + (w.packets_sent + w.packets_received) * profile.instr_packet
