@@ -35,6 +35,7 @@ KNOWN_FAILURE = {"strict": True, "raises": AssertionError}
 PARAMS = {
     "volcano.initial": {"disks": [8, 16]},
     "volcano.clusters": {"disks": [8, 16], "cluster_kb": [4, 32]},
+    "volcano.alignment": {"disks": [8, 16]},
     "volcano.buffer_size": {"disks": [8]},
     "volcano.unfix": {"disks": [8, 16]},
     "volcano.pools_simple": {"pools": [1, 2, 4]},
@@ -143,15 +144,19 @@ def test_findings_pass_on_the_papers_numbers(name):
 
 
 def test_findings_the_model_cannot_show_are_not_checked_and_say_why(model_rows):
-    for name in ("volcano.sixteen_pools_slightly_worse", "volcano.alignment_cancels_at_first",
-                 "volcano.affinity_small_effect"):
+    for name in ("volcano.sixteen_pools_slightly_worse", "volcano.affinity_small_effect"):
         verdict = _verdict(model_rows, name)
         assert verdict.status == "not checked" and "model" in verdict.detail
 
 
 # -- on minidb's model ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", [n for n in CHECKABLE
+# Figure 3 prints no numbers (§4.2 only says the differences were not appreciable), so this one is
+# checked on the model alone.
+MODEL_ONLY = ["volcano.alignment_cancels_at_first"]
+
+
+@pytest.mark.parametrize("name", [n for n in CHECKABLE + MODEL_ONLY
                                   if n != "volcano.initial_speedup_stalls"])
 def test_findings_pass_on_minidbs_model(model_rows, name):
     verdict = _verdict(model_rows, name)
@@ -167,6 +172,14 @@ def test_findings_pass_on_minidbs_model(model_rows, name):
 def test_initial_speedup_stalls_on_minidbs_model(model_rows):
     verdict = _verdict(model_rows, "volcano.initial_speedup_stalls")
     assert verdict.status == "pass", verdict.detail
+
+
+def test_slow_disks_make_the_padding_appreciable(model_rows, break_profile):
+    # with disks a fifth as fast, the 12% more clusters of 16-byte alignment show in the time
+    real = get_profile("sequent")
+    break_profile(disk_transfer_mb_s=real.disk_transfer_mb_s / 5)
+    rows = _rows(("volcano.alignment",))
+    assert _verdict(rows, "volcano.alignment_cancels_at_first").status == "fail"
 
 
 def test_without_the_iterator_cost_tuning_gains_too_much_at_low_parallelism(model_rows,

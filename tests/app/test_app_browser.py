@@ -165,6 +165,7 @@ CHART_RUNS = (
     # Volcano at a tenth of the records (32 KB clusters need 3 per process: at most 8 disks)
     ("volcano.initial", {"scale": 0.1, "disks": [2, 4, 8]}),
     ("volcano.clusters", {"scale": 0.1, "disks": [4, 8], "cluster_kb": [4, 32]}),
+    ("volcano.alignment", {"scale": 0.1, "disks": [4, 8], "alignments": [1, 16]}),
     ("volcano.buffer_size", {"scale": 0.1, "disks": [4, 8]}),
     ("volcano.unfix", {"scale": 0.1, "disks": [4, 8], "schemes": ["simple", "macro_1"]}),
     ("volcano.pools_simple", {"scale": 0.1, "disks": [8], "pools": [1, 2, 4]}),
