@@ -81,6 +81,7 @@ from minidb.catalog import (
 from minidb.errors import MinidbError, MinidbWarning
 from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
+from minidb.sql.distribute import is_distribute
 from minidb.sql.execute import run
 from minidb.sql.hints import check_join_choice, parse_hints, split_hint_comment, with_default_join
 from minidb.sql.planner import Planner, explain_tree
@@ -431,6 +432,10 @@ class Database:
         if not isinstance(text, str):
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
         body, comment = split_hint_comment(text)
+        if is_distribute(body):
+            raise MinidbError("DISTRIBUTE places a table's fragments on the nodes of the parallel "
+                              "engine; this is a single-node database. Open one with "
+                              "minidb.connect(nodes=N) (N > 1) to use it")
         hints = with_default_join(parse_hints(hint, comment), self.join)
         statement = translate(body, self.catalog)
         planner = Planner(self.ctx, self.memory_pages, hints)

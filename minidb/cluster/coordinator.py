@@ -8,7 +8,9 @@ the *completion* message when it is done. Operators that must not overlap run in
 *phases*: a hash join first builds its tables from the inner relation everywhere, and only when
 that phase has ended on every node is the outer relation scanned to probe them. Relations a
 query stores (``CREATE TABLE ... AS SELECT``) are spread round-robin over the disk nodes,
-Gamma's default for query results (Section 2.2).
+Gamma's default for query results (Section 2.2). Distributed INGRES's ``DISTRIBUTE`` statement
+(Stonebraker et al. 1983, §2; ``minidb.sql.distribute``) re-declusters a stored table by
+predicates, moving only the tuples whose node changes.
 
 The parts: ``minidb.cluster.planner`` decides what runs where (placement, build side,
 aggregate split, phases) and builds the typed plan of ``minidb.cluster.plan``;
@@ -46,6 +48,7 @@ import re
 import shutil
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +99,7 @@ from minidb.parallel.partitioners import (
     RoundRobin,
     parse_partitioning,
 )
+from minidb.sql.distribute import DistributeStatement, is_distribute, parse_distribute
 from minidb.sql.hints import (
     check_join_choice,
     parse_hints,
@@ -458,7 +462,10 @@ class ParallelDatabase:
             specs.append(" ".join(w for w in words if w not in PLACEMENTS + JOIN_STRATEGIES
                                   and w not in (BIT_FILTER_HINT, NO_PROPAGATION_HINT)) or None)
         hints = with_default_join(parse_hints(*specs), self.join)
-        statement = translate(body, self.host.catalog, propagate=propagate)
+        if is_distribute(body):  # Distributed INGRES's statement, read before the SQL parser
+            statement = self._distribution(parse_distribute(body))
+        else:
+            statement = translate(body, self.host.catalog, propagate=propagate)
         self._take_counters("start of statement")
         if self.two_phase is not None:
             self.two_phase.last = {}
@@ -491,9 +498,47 @@ class ParallelDatabase:
             rows, kind = run.delete(statement), "delete"
         elif isinstance(statement, InsertStatement):
             rows, kind = run.insert(statement), "insert"
+        elif isinstance(statement, _Distribution):
+            rows, kind = self._distribute(statement, run), "distribute"
         else:
             raise unsupported_in_parallel(type(statement).__name__)
         return _count(rows), np.array([(rows,)], _count(rows).dtype), kind, rows
+
+    def _distribution(self, st: DistributeStatement) -> _Distribution:
+        """A DISTRIBUTE statement checked against the catalog: its table and the predicate
+        fragments it asks for (a node no site names gets FALSE). Every mistake the statement's
+        text can make (unknown table or column, a node that is not a disk node, a predicate that
+        does not type-check) is raised here, before anything runs."""
+        table = self.host.catalog.get(st.table)
+        texts = DistributeStatement(table.name, st.sites).fragments(len(self.disk))
+        try:
+            fragments = PredicateFragments(texts, table.schema)
+            fragments.fit(None, len(self.disk))
+        except MinidbError as e:
+            raise type(e)(f"DISTRIBUTE {table.name}: {e}") from None
+        return _Distribution(table, fragments)
+
+    def _distribute(self, d: _Distribution, run: ParallelPlanner) -> int:
+        """DISTRIBUTE: re-decluster a stored table by predicates (Distributed INGRES §2).
+
+        The tuples move in place (``ParallelPlanner.distribute``): a first phase that changes
+        nothing checks that every tuple satisfies exactly one node's predicate, then the tuples
+        whose node changes are deleted there and inserted at their new node, as a moving UPDATE
+        does. The table keeps its name, schema, tuples, file organization, key and indexes; its
+        partitioner becomes the predicate one, so later INSERTs and UPDATEs route by it.
+        Returns the number of tuples moved.
+
+        Atomicity: this runs inside ``_statement``, like every change. In a data directory the
+        moves on the nodes and the new partitioning in ``cluster.json`` commit together by the
+        commit protocol: a failure before the commit decision undoes the moves on every node,
+        and a process killed part way is recovered when the directory is opened again (the
+        nodes' undo logs and the decision record in ``wal.log``), so reopening shows the table
+        either as it was or as distributed, never half moved. Without a data directory a node
+        failing after tuples began to move (not a predicate error: those are found by the
+        first phase) leaves the table half moved, as for any statement there."""
+        moved, _, _ = run.distribute(d.table, d.fragments)
+        self.schemes[d.table.name.lower()] = d.fragments
+        return moved
 
     def _create_table_as(self, st: CreateTableAsStatement, run: ParallelPlanner, partition) -> int:
         """CREATE TABLE AS: a plain one-table selection is pipelined into store operators on the
@@ -688,6 +733,14 @@ class ParallelDatabase:
     def __repr__(self) -> str:
         return (f"ParallelDatabase({self.num_nodes} nodes, disk nodes {self.disk}, "
                 f"backend={self.backend.name})")
+
+
+@dataclass(frozen=True)
+class _Distribution:
+    """A DISTRIBUTE statement resolved against the catalog: the table and its new fragments."""
+
+    table: Table
+    fragments: PredicateFragments
 
 
 # -- the bulk load's partitioning ----------------------------------------------------------------

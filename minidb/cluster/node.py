@@ -51,6 +51,7 @@ from minidb.parallel.exchange import (
     Inbox,
     SplitTable,
 )
+from minidb.parallel.partitioners import PredicateFragments
 from minidb.sql.execute import new_records
 from minidb.sql.hints import Hints, parse_hints
 from minidb.sql.operators import Materialize
@@ -553,6 +554,19 @@ class Node:
         split.run()
         self._count_split(split)
         return int(leave.sum())
+
+    def distribute_counts(self, table: str, fragments: PredicateFragments) -> list[int]:
+        """DISTRIBUTE's check (Distributed INGRES §2), which changes nothing: how many tuples of
+        this node's fragment of ``table`` each disk node would hold under ``fragments``. A tuple
+        that satisfies none of the predicates, or several, raises ``FragmentCoverageError``
+        naming the tuple and this node."""
+        scan = build_tree(self.db, plan.Fragment("distribute check", plan.Scan(table)), None)
+        counts = np.zeros(fragments.num_nodes, dtype=np.int64)
+        for batch in scan:
+            fragments.check_coverage(batch, f"a tuple on node {self.node_id}")
+            counts += np.bincount(fragments.route(batch), minlength=len(counts))
+        self._count_tree(scan)
+        return [int(c) for c in counts]
 
     # -- counters -------------------------------------------------------------------------------
     def _reset_work(self) -> None:

@@ -14,7 +14,8 @@ groups), ORDER BY and LIMIT at the host, an equi-join of two tables by one paral
 LEFT JOIN) in one of NonStop SQL's three strategies (``_join_strategy``), its aggregates run at
 the join nodes (``_aggregate_at_joins``), joins of up to four tables (or with no equality at all) as one right-deep
 pipeline of hash joins (``_join_pipeline``: tables with an equality are hash-partitioned on
-their key, the others broadcast), CREATE TABLE AS SELECT, INSERT VALUES, UPDATE and DELETE.
+their key, the others broadcast), CREATE TABLE AS SELECT, INSERT VALUES, UPDATE, DELETE and
+Distributed INGRES's DISTRIBUTE (``distribute``, re-declustering a table by predicates).
 Anything else is an ``UnsupportedSQLError`` naming it.
 
 Duplicate elimination and HAVING run where Gamma runs aggregates (Section 7): on the nodes,
@@ -79,7 +80,7 @@ from minidb.cluster.plan import (
     ToHost,
 )
 from minidb.cluster.scheduler import Scheduler
-from minidb.errors import MinidbError, UnsupportedSQLError
+from minidb.errors import FragmentCoverageError, MinidbError, UnsupportedSQLError
 from minidb.exec.aggregate import (
     DISTINCT_COLUMN,
     HashAggregate,
@@ -97,12 +98,14 @@ from minidb.exec.union import UnionAll
 from minidb.parallel.partitioners import (
     Hash,
     Partitioner,
+    PredicateFragments,
     Range,
     RangeUniform,
     RoundRobin,
     parse_partitioning,
 )
 from minidb.sql.compound import SubqueryPlan, UnionQuery, subquery_answer
+from minidb.sql.distribute import NO_TUPLES
 from minidb.sql.hints import (
     join_class,
 )
@@ -1171,6 +1174,46 @@ class ParallelPlanner:
         out = self.scheduler.phase("insert", [(n, "insert", (table.name, parts[i])) for i, n in enumerate(disk)],
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
+
+    def distribute(self, table: Table, fragments: PredicateFragments) -> tuple[int, list[int], list[int]]:
+        """DISTRIBUTE (Distributed INGRES §2): move the tuples of ``table`` to the disk nodes
+        whose predicate in ``fragments`` they satisfy. Returns (tuples moved, tuples per disk
+        node before, after).
+
+        Phase 1 changes nothing: every disk node routes its own fragment by the new predicates
+        and counts where its tuples would go, so a tuple that satisfies none of them or several
+        stops the statement before any tuple moves. Then, as an UPDATE moves a tuple whose
+        fragment changed, each node that holds tuples of another node's new fragment deletes
+        them and sends them through an exchange (the "rehome" of ``Node.rehome``), and every
+        node inserts what it received. The table itself stays: its file organization, key and
+        indexes are those of before, and a tuple already on its node is not touched."""
+        disk = self.pdb.disk
+        name = table.name
+        try:
+            counts = self.scheduler.phase(
+                "check the new fragments", [(n, "distribute_counts", (name, fragments)) for n in disk],
+                texts=[f"each node routes its fragment of {name} by {fragments.describe()} "
+                       "and counts where its tuples would go (nothing moves yet)"])
+        except FragmentCoverageError as e:
+            unnamed = [n for n in fragments.nodes if fragments.texts[n] == NO_TUPLES]
+            why = f" (nodes no site names have the predicate {NO_TUPLES})" if unnamed else ""
+            raise FragmentCoverageError(f"DISTRIBUTE {name}: {e}{why}; nothing was moved") from None
+        before = [sum(c) for c in counts]
+        after = [sum(c[j] for c in counts) for j in range(len(disk))]
+        sources = [disk[i] for i, c in enumerate(counts) if sum(c) > c[i]]
+        moved = sum(before) - sum(c[i] for i, c in enumerate(counts))
+        if sources:
+            x = self.exchange("distribute")
+            hold = Fragment(x, Receive(x, sources, table.schema), sink=Hold(x))
+            self.scheduler.phase("move tuples", [(n, "run", (hold,)) for n in disk]
+                                 + [(n, "rehome", (name, fragments, disk, x)) for n in sources],
+                                 texts=[f"nodes {sources} delete the tuples of {name} that belong "
+                                        "elsewhere now and send them to their new node"])
+            self.scheduler.phase("insert moved tuples",
+                                 [(n, "insert_held", (x, name)) for n in disk])
+        shown = ", ".join(f"node {n}: {b} -> {a}" for n, b, a in zip(disk, before, after, strict=True))
+        self.scheduler.note(f"tuples of {name} per node, before -> after: {shown}; {moved} moved")
+        return moved, before, after
 
 
 def _index_join(algorithm: type) -> bool:

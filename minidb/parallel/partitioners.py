@@ -55,9 +55,10 @@ Simplifications, compared with the papers:
 * predicate fragments are not proven disjoint and complete when they are declared: every batch
   routed is checked to cover every tuple exactly once, and a gap or an overlap is an error
   naming the first tuple concerned;
-* no replication (each tuple lives on exactly one node) and no repartitioning of stored data;
-  a tuple whose update moves it to another fragment (Distributed INGRES, Section 2) is simply
-  routed again by whoever applies the update.
+* no replication (each tuple lives on exactly one node); a tuple whose update moves it to
+  another fragment (Distributed INGRES, Section 2) is simply routed again by whoever applies the
+  update, and the parallel engine's ``DISTRIBUTE`` statement (``minidb.sql.distribute``)
+  re-declusters a stored table by predicates.
 """
 
 from __future__ import annotations
@@ -542,27 +543,44 @@ class PredicateFragments(Partitioner):
 
     def route(self, batch: np.ndarray) -> np.ndarray:
         self._nodes()
+        hits = self._hits(batch)
+        wrong = np.flatnonzero(hits.sum(axis=0) != 1)
+        if len(wrong):
+            row = int(wrong[0])
+            self._coverage_error(batch, hits, row, f"tuple {row} of the batch", self.columns)
+        return np.asarray(self.nodes, dtype=np.int64)[hits.argmax(axis=0)]
+
+    def check_coverage(self, batch: np.ndarray, where: str) -> None:
+        """Raise ``FragmentCoverageError`` if a tuple of ``batch`` satisfies no predicate or
+        several, naming the first such tuple with all its columns and ``where`` it lies (e.g.
+        "a tuple on node 1"); what DISTRIBUTE checks before it moves anything."""
+        self._nodes()
+        hits = self._hits(batch)
+        wrong = np.flatnonzero(hits.sum(axis=0) != 1)
+        if len(wrong):
+            self._coverage_error(batch, hits, int(wrong[0]), where,
+                                 tuple(c.name for c in self.schema.columns))
+
+    def _hits(self, batch: np.ndarray) -> np.ndarray:
+        """Which predicate each tuple satisfies: one row per node, one column per tuple."""
         hits = np.empty((len(self.nodes), len(batch)), dtype=bool)
         for i, k in enumerate(self.nodes):
             hits[i] = self.predicates[k].evaluate(batch)
-        count = hits.sum(axis=0)
-        wrong = np.flatnonzero(count != 1)
-        if len(wrong):
-            self._coverage_error(batch, hits, int(wrong[0]))
-        return np.asarray(self.nodes, dtype=np.int64)[hits.argmax(axis=0)]
+        return hits
 
-    def _coverage_error(self, batch: np.ndarray, hits: np.ndarray, row: int) -> None:
-        shown = self.columns or batch.dtype.names
+    def _coverage_error(self, batch: np.ndarray, hits: np.ndarray, row: int, what: str,
+                        shown: tuple[str, ...]) -> None:
+        shown = shown or batch.dtype.names
         values = ", ".join(f"{c}={_show(_py(batch[row][c]))}" for c in shown)
         matched = [self.nodes[i] for i in np.flatnonzero(hits[:, row])]
         if not matched:
             raise FragmentCoverageError(
-                f"fragments must cover every tuple exactly once, but tuple {row} of the batch "
+                f"fragments must cover every tuple exactly once, but {what} "
                 f"({values}) satisfies none of the predicates of nodes {_join(self.nodes)} (a gap); "
                 "widen a predicate or add a fragment for it"
             )
         raise FragmentCoverageError(
-            f"fragments must cover every tuple exactly once, but tuple {row} of the batch "
+            f"fragments must cover every tuple exactly once, but {what} "
             f"({values}) satisfies the predicates of nodes {_join(matched)} (an overlap); "
             "make the predicates disjoint"
         )

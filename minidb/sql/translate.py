@@ -35,7 +35,10 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
   and ``x IN (SELECT ...)``): both in ``minidb.sql.compound``;
 * ``INSERT INTO t VALUES (...), ...`` and ``INSERT INTO t SELECT ...`` (by position);
   ``UPDATE t SET c = expr, ... [WHERE ...]``; ``DELETE FROM t [WHERE ...]``;
-* ``CREATE TABLE t AS SELECT ...``: Gamma's "retrieve into" (Section 4), a new heap relation.
+* ``CREATE TABLE t AS SELECT ...``: Gamma's "retrieve into" (Section 4), a new heap relation;
+* on the parallel engine, Distributed INGRES's ``DISTRIBUTE t AT n WHERE ...`` (Section 2), which
+  the engine reads before this module (``minidb.sql.distribute``). (The ``distribute`` of
+  ``_SELECT_CLAUSES`` below is another thing: Hive's ``SELECT ... DISTRIBUTE BY``.)
 
 Everything else raises ``UnsupportedSQLError`` naming the construct and pointing to
 ``docs/sql.md``, the user's page on this subset. Types are checked here, not
