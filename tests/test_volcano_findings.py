@@ -164,7 +164,7 @@ def test_findings_pass_on_minidbs_model(model_rows, name):
 
 
 @pytest.mark.xfail(**KNOWN_FAILURE, reason="known: the initial software on 16 disks takes 261 s "
-                   "in the model, above 300 s on the Symmetry, so 16 disks gain x1.44 over 8 "
+                   "in the model, where the paper measured above 300 s, so 16 disks gain x1.44 over 8 "
                    "(bar 1.39). The model spreads each process's lock calls evenly over its "
                    "run; it has no phases in which all sixteen hit the pool lock at once, which "
                    "is where a spin lock hurts most (the 8-disk simple wait, 136 s against "
