@@ -20,6 +20,9 @@ from minidb.storage.page import heap_capacity
 
 CELL = ("tandem", "Table 2", "table_scan", "vlx_f16")
 QUICK = 0.01
+# The log's effect needs a 1% sample large enough that its skew between 16 partitions does not
+# hide it: at 1% scale 41-69 rows change per partition, at 10% (`reproduce --quick`) 500 or so.
+LOG_SCALE = 0.1
 
 
 @contextlib.contextmanager
@@ -149,10 +152,6 @@ def test_scaleup_finding_passes_on_the_real_profile(real_rows):
     assert status(real_rows, "tandem.scaleup_near_one").status == "pass"
 
 
-@pytest.mark.xfail(strict=True, reason="known: at 1% scale the update reaches 6.66 at VLX F16, "
-                   "0.83 of ideal (bar 0.85; the paper: 7.00). Without the audit log it was 6.86: "
-                   "the random 1% is skewed between 16 small partitions (41 to 69 rows updated, "
-                   "the slowest bounds the phase), and the log on cpu 1 takes 3% more")
 def test_speedup_finding_on_the_real_profile(real_rows):
     assert status(real_rows, "tandem.speedup_near_linear").status == "pass"
 
@@ -204,8 +203,15 @@ def test_update_finding_judges_the_papers_numbers():
     assert status(flat, "tandem.update_least_linear").status == "fail"
 
 
+@pytest.mark.xfail(strict=True, reason="known: the update is not the least linear query in the "
+                   "model. Each partition's changed pages are now written in the pass that reads "
+                   "them (as NonStop SQL's disc process does) and its pool scales with the data, "
+                   "so the update speeds up 7.40 at VLX F16 at 10% scale (`reproduce --quick`) "
+                   "against the paper's 7.00, above the insert's 7.19: the log on cpu 1 slows it "
+                   "by only ~2% (the paper: the greatest non-linearity, 12.5%)")
 def test_update_finding_on_the_real_profile(real_rows):
-    assert status(real_rows, "tandem.update_least_linear").status == "pass"
+    verdict = status(real_rows, "tandem.update_least_linear")
+    assert verdict.status == "pass", verdict.detail
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +223,7 @@ def log_variants():
         saved = tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU
         tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU = models, cpu
         try:
-            out[name] = run_experiment("tandem.speedup", scale=QUICK, machines=["vlx"],
+            out[name] = run_experiment("tandem.speedup", scale=LOG_SCALE, machines=["vlx"],
                                        partitions=[2, 16])
         finally:
             tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU = saved
@@ -239,9 +245,5 @@ def test_the_log_slows_only_the_update_and_only_from_cpu_1(log_variants):
     assert own[top] == pytest.approx(none[top], rel=1e-3)  # off cpu 1 the log costs ~nothing
 
 
-@pytest.mark.xfail(strict=True, reason="known: at 1% scale the update is the least linear query "
-                   "even without the log (6.86 against the insert's 7.06: the random 1% is skewed "
-                   "between 16 small partitions), so a model whose log does not slow cpu 1 still "
-                   "passes the finding")
 def test_update_finding_fails_when_the_log_is_not_on_cpu_1(log_variants):
     assert status(log_variants["own"], "tandem.update_least_linear").status == "fail"

@@ -69,6 +69,9 @@ COST_KIND = {
     "build_bit_filter": "bit_filter", "apply_bit_filters": "bit_filter",  # a hash + a bit per tuple
 }
 
+#: operator kinds that read a stored table (its access path)
+SCAN_KINDS = {"heap_scan", "index_scan", "clustered_index_scan", "hash_lookup", "dense_index_scan"}
+
 WORK_FIELDS = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random",
                "packets_sent_remote", "bytes_sent_remote", "packets_short_circuited",
                "bytes_short_circuited", "packets_received", "control_messages", "buffer_calls",
@@ -506,30 +509,52 @@ class Node:
         moves = consumers is not None
         t = self.db.catalog.get(table)
         found_by = plan.Fragment("update", plan.Scan(table, filters, with_rids=True), hint=hint)
-        scan = Materialize(build_tree(self.db, found_by, None))
-        found = scan.collect()
-        self._count_tree(scan)
-        rids, records = new_records(t, found, assignments)
-        stay = np.ones(len(records), dtype=bool)
-        if moves and len(records):
-            stay = np.asarray(consumers)[partitioner.route(records)] == self.node_id
-        if stay.any():
-            t.update(rids[stay], records[stay])
-        if (~stay).any():
-            t.delete(rids[~stay])
+        tree = build_tree(self.db, found_by, None)
+        # A heap file scanned in page order is changed a cluster at a time, right after the scan
+        # read it, while its pages are still in the pool: one pass over the fragment, as NonStop
+        # SQL's disc process updates the rows of the blocks it reads. Any other access path
+        # (an index, a file whose tuples move when their key changes) finds every match first,
+        # so that a changed tuple cannot be met again further on (the Halloween problem).
+        in_place = (t.organization == "heap" and t.key is None
+                    and {op.kind for op in tree.walk()} & SCAN_KINDS == {"heap_scan"})
+        if in_place:
+            for op in tree.walk():
+                if op.kind == "heap_scan":
+                    op.keep = True
+        source = tree if in_place else Materialize(tree)
+        changed = kept = 0
+        leaving = []
+        source.open()
+        try:
+            while (found := source.next()) is not None:
+                rids, records = new_records(t, found, assignments)
+                stay = np.ones(len(records), dtype=bool)
+                if moves and len(records):
+                    stay = np.asarray(consumers)[partitioner.route(records)] == self.node_id
+                if stay.any():
+                    t.update(rids[stay], records[stay])
+                if (~stay).any():
+                    t.delete(rids[~stay])
+                    leaving.append(records[~stay])
+                changed += len(records)
+                kept += int(stay.sum())
+        finally:
+            source.close()
+        self._count_tree(source)
         self.db.finish_change()
         with self._lock:
-            self._add_tuples("store", len(records))
-        self._count_audit(t.schema, len(records))
-        self._count_index_changes(t, int(stay.sum()), changed=set(assignments))
-        self._count_index_changes(t, int((~stay).sum()))  # moved away: deleted here
+            self._add_tuples("store", changed)
+        self._count_audit(t.schema, changed)
+        self._count_index_changes(t, kept, changed=set(assignments))
+        self._count_index_changes(t, changed - kept)  # moved away: deleted here
         if moves:
-            split = SplitTable(ArrayScan(t.schema, records[~stay]), self.node_id, exchange_id,
+            away = np.concatenate(leaving) if leaving else np.empty(0, dtype=t.schema.dtype)
+            split = SplitTable(ArrayScan(t.schema, away), self.node_id, exchange_id,
                                "partition", consumers, partitioner, self._send,
                                self._wait, self._local, self.packet_bytes, self._flush_bytes())
             split.run()
             self._count_split(split)
-        return len(records)
+        return changed
 
     def rehome(self, table: str, partitioner, consumers: list[int], exchange_id: str) -> int:
         """Send away the tuples of this fragment that ``partitioner`` now routes to another node

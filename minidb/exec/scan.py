@@ -66,9 +66,14 @@ class HeapScan(Operator):
         schema = heap.schema if self.columns is None else heap.schema.project(self.columns)
         self.schema = with_rid_column(schema) if with_rids else schema
         self._clusters = None
+        self.keep: bool | None = None
+        """Whether the pages read stay in the buffer pool (``HeapFile.scan``'s default: only
+        when the file fits in half of it). An UPDATE that changes each cluster right after reading
+        it sets True, so that its changes find the pages there."""
 
     def _open(self) -> None:
-        self._clusters = self.heap.scan(where=self.predicate, columns=self.columns)
+        self._clusters = self.heap.scan(where=self.predicate, columns=self.columns,
+                                        keep=self.keep)
         self.stats.add("pages", self.heap.num_pages)
         self.stats.tuples_in += self.heap.num_records  # every live tuple is examined
 
