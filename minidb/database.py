@@ -202,15 +202,11 @@ class Database:
             self.disk.close()
             raise
         self.ctx = ExecContext(self.disk, self.buffer, rid_fetch=rid_fetch)
-        if memory_pages is None:
-            memory_pages = max(MIN_MEMORY_PAGES, self.buffer.num_frames - RESERVED_PAGES)
-        if isinstance(memory_pages, bool) or not isinstance(memory_pages, int | np.integer) \
-                or memory_pages < MIN_MEMORY_PAGES:
+        try:
+            self.memory_pages = memory_budget(memory_pages, self.buffer)
+        except MinidbError:
             self.disk.close()
-            raise MinidbError(
-                f"memory_pages must be a whole number of at least {MIN_MEMORY_PAGES}, not {memory_pages!r}"
-            )
-        self.memory_pages = int(memory_pages)
+            raise
         self.catalog = Catalog()
         self._closed = False
         self.persistent = data_dir is not None  # a user's directory: keep a catalog in it
@@ -350,8 +346,7 @@ class Database:
         check_batch_rows(batch_rows)
         src = open_source(source)
         layout = source_layout(src, schema)
-        if layout.has_column(RID):
-            raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
+        check_new_layout(layout)
         with self._statement():
             table = load_table(self.disk, self.buffer, name, layout, src.batches(batch_rows),
                                organization, key, src.num_rows)
@@ -568,6 +563,25 @@ def check_table_name(name: Any) -> None:
     if not is_plain_table_name(name):
         raise MinidbError(f"table name {name!r} is an SQL keyword, so queries could not name it; "
                           "choose another name")
+
+
+def memory_budget(memory_pages: int | None, buffer: BufferManager) -> int:
+    """The pages each memory-hungry operator may use: ``memory_pages`` checked, or by default
+    the buffer pool's frames less ``RESERVED_PAGES`` (never below ``MIN_MEMORY_PAGES``)."""
+    if memory_pages is None:
+        memory_pages = max(MIN_MEMORY_PAGES, buffer.num_frames - RESERVED_PAGES)
+    if isinstance(memory_pages, bool) or not isinstance(memory_pages, int | np.integer) \
+            or memory_pages < MIN_MEMORY_PAGES:
+        raise MinidbError(
+            f"memory_pages must be a whole number of at least {MIN_MEMORY_PAGES}, not {memory_pages!r}"
+        )
+    return int(memory_pages)
+
+
+def check_new_layout(layout: Schema) -> None:
+    """A stored relation may not have a column named like minidb's record ids."""
+    if layout.has_column(RID):
+        raise MinidbError(f"a column may not be called {RID!r}; minidb uses that name for record ids")
 
 
 def check_name_argument(value: Any, what: str) -> str:

@@ -249,7 +249,7 @@ def test_parallel_load_in_batches(monkeypatch, partition, batch_rows):
     data = wisconsin(2000, seed=5)
     with minidb.connect(nodes=2, backend="inline", page_size=PAGE) as pdb:
         pdb.create_table("w", data, partition=partition, batch_rows=batch_rows)
-        shadow = pdb.host.catalog.get("w")
+        shadow = pdb.catalog.get("w")
         schema = shadow.schema
         records = schema.records_from_arrow(data)
         p = parse_partitioning(partition, schema, 2)

@@ -57,7 +57,7 @@ def _load(db, partition="hash(name)") -> None:
 
 
 def _tuples(db, records) -> list[tuple]:
-    schema = db.host.catalog.get("emp").schema
+    schema = db.catalog.get("emp").schema
     return sorted(tuple(r.values()) for r in schema.arrow_from_records(records).to_pylist())
 
 
@@ -81,7 +81,7 @@ def _layout(db) -> list[tuple]:
 def _state(db) -> tuple:
     """Everything DISTRIBUTE may change: the fragments, the partitioning, the layout."""
     return _fragments(db), db.partitioner("emp").describe(), _layout(db), \
-        db.host.catalog.get("emp").num_records
+        db.catalog.get("emp").num_records
 
 
 def _check_distributed(db, con, fragments: dict[int, str]) -> None:
@@ -120,7 +120,7 @@ def test_the_papers_example_matches_duckdb(duck):
         assert "check the new fragments" in text and "move tuples" in text
         shown = ", ".join(f"node {n}: {b} -> {a}" for n, (b, a) in enumerate(zip(before, after, strict=True)))
         assert f"before -> after: {shown}; {r.rows} moved" in text
-        assert db.host.catalog.get("emp").num_records == ROWS
+        assert db.catalog.get("emp").num_records == ROWS
 
 
 def test_what_moved_is_what_changed_node(duck):

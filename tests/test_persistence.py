@@ -290,7 +290,7 @@ def test_parallel_reopen_drops_uncommitted_fragments(tmp_path):
     data = pa.table({"a": pa.array(range(10), pa.int32())})
     with minidb.connect(nodes=2, data_dir=tmp_path) as db:
         db.create_table("x", data, partition="hash(a)")
-        schema = db.host.catalog.get("x").schema
+        schema = db.catalog.get("x").schema
         db.backend.call(0, "create_fragment", "ghost", schema, schema.records_from_arrow(data))
         assert sorted(db.backend.call(0, "tables")) == ["ghost", "x"]
     with minidb.connect(nodes=2, data_dir=tmp_path) as db:

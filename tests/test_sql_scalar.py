@@ -90,8 +90,7 @@ def open_engine(name: str, table: pa.Table = DATA):
 
 
 def schema_of(db, table: str):
-    catalog = db.catalog if isinstance(db, minidb.Database) else db.host.catalog
-    return catalog.get(table).schema
+    return db.catalog.get(table).schema
 
 
 @pytest.fixture(scope="module", params=list(ENGINES))

@@ -1,26 +1,37 @@
 """The cluster catalog: the coordinator's record of the parallel database's tables.
 
-Gamma's host keeps the catalog of every relation and how it is declustered (DeWitt et al.
-1988, Section 2.2); each node keeps its own fragments. In a data directory D the coordinator
-writes D/cluster.json: the number of nodes, which are disk nodes, the page size, and per
-table its schema, tuple count, statistics and partitioning (the partitioner's kind, columns
-and what it learned: boundaries, the next node of round-robin). This module turns
-partitioners and statistics into that JSON and back; ``minidb.cluster.coordinator`` decides
-when to write and how to reopen.
+Gamma's host runs the catalog manager: it keeps the description of every relation and how
+it is declustered (DeWitt et al. 1988, Section 2.2), while each node keeps its own fragments.
+Here that is a ``ClusterCatalog`` of ``ClusterTable`` descriptions: per table its name,
+schema, tuple count and column statistics, which is what the SQL translator
+(``minidb.sql.translate``) and the parallel planner read of a table. A description holds no
+tuples and no pages; how each table is declustered (its partitioner) is kept beside it, in
+``ParallelDatabase.schemes``.
+
+In a data directory D the coordinator writes D/cluster.json: the number of nodes, which are
+disk nodes, the page size, and per table its schema, tuple count, statistics and partitioning
+(the partitioner's kind, columns and what it learned: boundaries, the next node of
+round-robin). This module turns descriptions, partitioners and statistics into that JSON and
+back; ``minidb.cluster.coordinator`` decides when to write and how to reopen.
 """
 
 from __future__ import annotations
 
 import base64
 import pickle
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from minidb.catalog import (
     CLUSTER_FILE,
+    Catalog,
     ColumnStats,
     _stats_of,
+    schema_from_json,
+    schema_to_json,
     stats_from_json,
+    stats_to_json,
 )
 from minidb.errors import MinidbError
 from minidb.parallel.partitioners import (
@@ -34,6 +45,54 @@ from minidb.parallel.partitioners import (
 from minidb.storage.schema import Schema
 
 CLUSTER_FORMAT = "minidb-cluster"
+
+
+@dataclass
+class ClusterTable:
+    """What the host knows of one declustered relation: its name, schema, tuple count and
+    column statistics (the attributes of a node's ``minidb.catalog.Table`` that the translator
+    and the planners' estimates read). No tuples, no pages: those are on the disk nodes."""
+
+    name: str
+    schema: Schema
+    num_records: int = 0
+    stats: dict[str, ColumnStats] = field(default_factory=dict)
+
+    def column_stats(self, column: str) -> ColumnStats:
+        return self.stats[column.lower()]
+
+
+class ClusterCatalog(Catalog):
+    """The host's tables by case-insensitive name: a node's ``Catalog`` (``get``, ``has``,
+    ``names``, ``remove`` and their errors, which ``translate`` relies on) holding
+    ``ClusterTable`` descriptions instead of stored tables."""
+
+    def new_table(self, name: str, schema: Schema) -> ClusterTable:
+        """Enter a relation that is being stored (no tuples yet: its tuple count and statistics
+        are set once its fragments are); an error if the name is taken."""
+        return self.add(ClusterTable(name, schema))
+
+
+def table_to_json(table: ClusterTable, p: Partitioner) -> dict:
+    """One table's entry of cluster.json: its description and its partitioning."""
+    return {"name": table.name, "schema": schema_to_json(table.schema),
+            "records": int(table.num_records),
+            "stats": {k: stats_to_json(v) for k, v in table.stats.items()},
+            "partitioning": partitioner_to_json(p)}
+
+
+def table_from_json(entry: dict, num_nodes: int) -> tuple[ClusterTable, Partitioner]:
+    """The description and the partitioner (fitted for ``num_nodes`` disk nodes) that
+    ``table_to_json`` wrote; a damaged entry is an error naming the table."""
+    try:
+        schema = schema_from_json(entry["schema"])
+        table = ClusterTable(entry["name"], schema)
+        table.stats = {k: stats_from_json(v) for k, v in entry["stats"].items()}
+        table.num_records = int(entry["records"])
+        return table, partitioner_from_json(entry["partitioning"], schema, num_nodes)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MinidbError(f"the cluster catalog entry of table {entry.get('name', '?')!r} "
+                          f"is damaged ({type(exc).__name__}: {exc})") from None
 
 
 def stored_roles(stored: dict, where, disk_nodes, diskless_nodes, page_size) -> tuple[int, int]:
@@ -146,4 +205,5 @@ def merge_stats(schema: Schema, per_node: list[dict]) -> dict:
     return merged
 
 
-__all__ = ["CLUSTER_FORMAT", "merge_stats", "partitioner_from_json", "partitioner_to_json", "stored_roles"]
+__all__ = ["CLUSTER_FORMAT", "ClusterCatalog", "ClusterTable", "merge_stats", "partitioner_from_json",
+           "partitioner_to_json", "stored_roles", "table_from_json", "table_to_json"]

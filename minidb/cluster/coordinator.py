@@ -15,8 +15,11 @@ predicates, moving only the tuples whose node changes.
 The parts: ``minidb.cluster.planner`` decides what runs where (placement, build side,
 aggregate split, phases) and builds the typed plan of ``minidb.cluster.plan``;
 ``minidb.cluster.scheduler`` runs the phases on the nodes and counts the control messages;
-``minidb.cluster.catalog`` saves and reads the cluster-wide catalog. This module is the
-database object that ties them together: tables, loading, statements, persistence.
+``minidb.cluster.catalog`` is Gamma's catalog manager: the description of every table (what
+the SQL translator and the planner read), saved to and read from the cluster-wide catalog file;
+``minidb.cluster.host`` is the execution context of the operators that finish a query at the
+host. The host stores no relation: this module is the database object that ties the parts
+together: tables, loading, statements, persistence.
 
 Persistence. ``connect(nodes=N, data_dir=D)`` gives node i the directory D/node-i (its pages and
 its own catalog, see ``minidb.database``) and keeps the coordinator's catalog in D/cluster.json:
@@ -28,15 +31,15 @@ runs with the nodes as its participants (``minidb.txn.two_phase``, ``minidb.txn.
 the decision is a record forced to ``wal.log`` in D that carries the new ``cluster.json``). A
 statement that fails before the decision is undone on every node; a node that crashed while
 prepared asks that log when it is opened again, and the protocol's presumption answers when the
-log has forgotten the transaction. One process at a time may open D (``minidb.txn.dirlock``). Opening D again
-starts the nodes on their directories and rebuilds the host's copies of the tables from the
-catalog; the node count must be the same. The coordinator's catalog decides which tables exist:
-a fragment no entry names is dropped, and a table whose fragment is missing on a node is an
-error naming both. Simplified: without a data directory there is no log, so a statement that
-fails part way is not undone; a user's own partitioner class is saved with pickle and must be
-importable when the database is reopened; with Ray on several machines, node i's files are
-wherever its actor runs, so D must be a path that every machine shares (or the placement must
-be the same when reopening).
+log has forgotten the transaction. One process at a time may open D (``minidb.txn.dirlock``).
+Opening D again starts the nodes on their directories and reads the tables' descriptions back
+from ``cluster.json`` (``minidb.cluster.catalog``); the node count must be the same. The
+coordinator's catalog decides which tables exist: a fragment no entry names is dropped, and a
+table whose fragment is missing on a node is an error naming both. Simplified: without a data
+directory there is no log, so a statement that fails part way is not undone; a user's own
+partitioner class is saved with pickle and must be importable when the database is reopened;
+with Ray on several machines, node i's files are wherever its actor runs, so D must be a path
+that every machine shares (or the placement must be the same when reopening).
 """
 
 from __future__ import annotations
@@ -59,20 +62,19 @@ from minidb.catalog import (
     CATALOG_VERSION,
     CLUSTER_FILE,
     StatsBuilder,
-    Table,
     _stats_of,
     read_json,
-    schema_from_json,
-    schema_to_json,
-    stats_from_json,
-    stats_to_json,
 )
 from minidb.cluster.catalog import (
     CLUSTER_FORMAT,
-    partitioner_from_json,
+    ClusterCatalog,
+    ClusterTable,
     partitioner_to_json,
     stored_roles,
+    table_from_json,
+    table_to_json,
 )
+from minidb.cluster.host import HostContext
 from minidb.cluster.plan import (
     Phase,
 )
@@ -81,10 +83,11 @@ from minidb.cluster.scheduler import model_phases
 from minidb.cost.profiles import get_profile
 from minidb.database import (
     DEFAULT_PAGE_SIZE,
-    Database,
     ResultRows,
     check_data_dir,
     check_name_argument,
+    check_new_layout,
+    check_table_name,
     source_layout,
 )
 from minidb.errors import MinidbError
@@ -298,10 +301,9 @@ class ParallelDatabase:
         self.profile, self.page_size = profile, page_size
         # a property of the machine's hash tables that the joins need, not only the cost model
         entry_bytes = 0 if profile is None else int(get_profile(profile).hash_entry_bytes)
-        self.host = Database(page_size=page_size, buffer_pages=buffer_pages,
-                             buffer_policy=buffer_policy, memory_pages=memory_pages,
-                             rid_fetch=rid_fetch)
-        self.host.ctx.hash_entry_bytes = entry_bytes
+        self.catalog = ClusterCatalog()  # Gamma's catalog manager: the tables, described
+        self.host_context = HostContext.open(self.catalog, page_size, buffer_pages, buffer_policy,
+                                             memory_pages, entry_bytes)
         kwargs = [dict(node_id=i, num_nodes=self.num_nodes, has_disk=i in self.disk,
                        page_size=page_size, buffer_pages=buffer_pages, buffer_policy=buffer_policy,
                        memory_pages=memory_pages,
@@ -319,7 +321,7 @@ class ParallelDatabase:
             try:
                 self.backend = RayBackend(self.num_nodes, kwargs, timeout, address, num_cpus)
             except BaseException:
-                self.host.close()
+                self.host_context.close()
                 raise
             if self.two_phase is not None:
                 from minidb.cluster.backends import ship_by_value
@@ -342,7 +344,7 @@ class ParallelDatabase:
     # -- tables ---------------------------------------------------------------------------------
     def create_table(self, name: str, source, partition="round_robin", organization: str = "heap",
                      key: str | None = None, schema: Schema | pa.Schema | None = None,
-                     batch_rows: int = DEFAULT_BATCH_ROWS) -> Table:
+                     batch_rows: int = DEFAULT_BATCH_ROWS) -> ClusterTable:
         """Decluster a relation over the disk nodes with ``partition`` (a spec string, a dict of
         predicates or a ``Partitioner``); the host routes the tuples and sends each disk node
         its fragment, and the nodes load them in parallel.
@@ -360,19 +362,21 @@ class ParallelDatabase:
         check_batch_rows(batch_rows)
         src = open_source(source)
         layout = source_layout(src, schema)
-        shadow = self.host.create_table(name, layout.arrow_schema().empty_table(), schema=layout)
+        check_table_name(name)
+        check_new_layout(layout)
+        table = self.catalog.new_table(name, layout)
         loading = False
         try:
-            p = parse_partitioning(partition, shadow.schema, len(self.disk))
+            p = parse_partitioning(partition, layout, len(self.disk))
             if self.data_dir is not None:
                 partitioner_to_json(p)  # a partitioner that cannot be saved fails before the load
-            batches = _fitted_batches(p, src, shadow.schema, batch_rows, len(self.disk), name)
-            sizes = _fragment_sizes(p, src, shadow.schema, batch_rows, len(self.disk))
+            batches = _fitted_batches(p, src, layout, batch_rows, len(self.disk), name)
+            sizes = _fragment_sizes(p, src, layout, batch_rows, len(self.disk))
             loading = True
             self.backend.call_all("load_begin", {
-                n: (name, shadow.schema, organization, key, sizes[i]) for i, n in enumerate(self.disk)
+                n: (name, layout, organization, key, sizes[i]) for i, n in enumerate(self.disk)
             }, "load")
-            stats, rows = StatsBuilder(shadow.schema, src.num_rows), 0
+            stats, rows = StatsBuilder(layout, src.num_rows), 0
             for records in batches:
                 stats.add(records)
                 rows += len(records)
@@ -382,7 +386,7 @@ class ParallelDatabase:
                 }, "load")
             self.backend.call_all("load_end", {n: (name,) for n in self.disk}, "load")
         except BaseException:
-            self.host.drop_table(name)
+            self.catalog.remove(name)
             try:
                 if loading:
                     self.backend.call_all("load_abort", {n: (name,) for n in self.disk}, "load")
@@ -391,16 +395,16 @@ class ParallelDatabase:
                 pass
             raise
         with self._statement():
-            shadow.stats = stats.finish()
-            shadow._num_records = rows
+            table.stats = stats.finish()
+            table.num_records = rows
             self.schemes[name.lower()] = p
         self._take_counters()
-        return shadow
+        return table
 
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
         """Index every fragment of ``table`` on ``column`` (clustered: re-store it sorted)."""
         self._check_open()
-        t = self.host.catalog.get(check_name_argument(table, "the table"))
+        t = self.catalog.get(check_name_argument(table, "the table"))
         t.schema.column(check_name_argument(column, "the indexed column"), f"table {t.name!r}")
         with self._statement():
             self.backend.call_all("create_index", {n: (t.name, column, clustered) for n in self.disk},
@@ -418,21 +422,21 @@ class ParallelDatabase:
 
     def fragments(self, table: str) -> list[np.ndarray]:
         """Each disk node's tuples of ``table`` (for checks: every fragment fits its scheme)."""
-        t = self.host.catalog.get(table)
+        t = self.catalog.get(table)
         return self.backend.call_all("fragment", {n: (t.name,) for n in self.disk})
 
     def partitioner(self, table: str) -> Partitioner:
-        return self.schemes[self.host.catalog.get(table).name.lower()]
+        return self.schemes[self.catalog.get(table).name.lower()]
 
     def tables(self) -> list[str]:
-        return self.host.tables()
+        return self.catalog.names()
 
     def drop_table(self, name: str) -> None:
         self._check_open()
-        t = self.host.catalog.get(name)
+        t = self.catalog.get(name)
         with self._statement():
             self._drop_everywhere(t.name)
-            self.host.drop_table(t.name)
+            self.catalog.remove(t.name)
             self.schemes.pop(t.name.lower(), None)
 
     def _drop_everywhere(self, name: str) -> None:
@@ -465,7 +469,7 @@ class ParallelDatabase:
         if is_distribute(body):  # Distributed INGRES's statement, read before the SQL parser
             statement = self._distribution(parse_distribute(body))
         else:
-            statement = translate(body, self.host.catalog, propagate=propagate)
+            statement = translate(body, self.catalog, propagate=propagate)
         self._take_counters("start of statement")
         if self.two_phase is not None:
             self.two_phase.last = {}
@@ -509,7 +513,7 @@ class ParallelDatabase:
         fragments it asks for (a node no site names gets FALSE). Every mistake the statement's
         text can make (unknown table or column, a node that is not a disk node, a predicate that
         does not type-check) is raised here, before anything runs."""
-        table = self.host.catalog.get(st.table)
+        table = self.catalog.get(st.table)
         texts = DistributeStatement(table.name, st.sites).fragments(len(self.disk))
         try:
             fragments = PredicateFragments(texts, table.schema)
@@ -580,20 +584,19 @@ class ParallelDatabase:
         columns = [c for c in schema.columns if c.name != RID]
         layout = Schema(columns)
         out = layout.gather(records)
-        shadow = Table.create(self.host.disk, self.host.buffer, name, layout, out[:0])
-        self.host.catalog.add(shadow)
+        table = self.catalog.new_table(name, layout)
         try:
             p = parse_partitioning(partition, layout, len(self.disk))
             p.fit(out, len(self.disk))
         except BaseException:
-            self.host.drop_table(name)
+            self.catalog.remove(name)
             raise
         parts = p.partition(out) if len(out) else [out] * len(self.disk)
         run.scheduler.phase(f"store result {p.describe()}",
                   [(n, "create_fragment", (name, layout, parts[i], "heap", None))
                    for i, n in enumerate(self.disk)], operators=1)
-        shadow.stats = {c.name.lower(): _stats_of(out[c.name]) for c in columns}
-        shadow._num_records = len(out)
+        table.stats = {c.name.lower(): _stats_of(out[c.name]) for c in columns}
+        table.num_records = len(out)
         self.schemes[name.lower()] = p
         return len(out)
 
@@ -620,12 +623,7 @@ class ParallelDatabase:
         return stored
 
     def _catalog_doc(self) -> dict:
-        tables = []
-        for t in self.host.catalog:
-            tables.append({"name": t.name, "schema": schema_to_json(t.schema),
-                           "records": int(t.num_records),
-                           "stats": {k: stats_to_json(v) for k, v in t.stats.items()},
-                           "partitioning": partitioner_to_json(self.schemes[t.name.lower()])})
+        tables = [table_to_json(t, self.schemes[t.name.lower()]) for t in self.catalog]
         return {"format": CLUSTER_FORMAT, "version": CATALOG_VERSION, "nodes": self.num_nodes,
                 "disk_nodes": self.disk, "diskless_nodes": self.diskless,
                 "page_size": self.page_size, "tables": tables}
@@ -658,8 +656,7 @@ class ParallelDatabase:
                 self.two_phase.abort(self.backend.call_all, list(range(self.num_nodes)))
         except MinidbError:
             return  # a node is gone: the database must be opened again to be used
-        for name in self.host.tables():
-            self.host.drop_table(name)
+        self.catalog.clear()
         self.schemes.clear()
         self._reopen(self._stored_catalog(self.num_nodes), save=False)  # nothing to commit
 
@@ -670,7 +667,8 @@ class ParallelDatabase:
             self._lock.release()
 
     def _reopen(self, stored: dict | None, save: bool = True) -> None:
-        """Bring the host's copies and the schemes back from ``stored``; make the nodes agree."""
+        """Bring the catalog's descriptions and the schemes back from ``stored``; make the nodes
+        agree."""
         entries = [] if stored is None else stored.get("tables", [])
         known = {e["name"].lower() for e in entries}
         held = self.backend.call_all("tables", {n: () for n in range(self.num_nodes)}, "reopen")
@@ -689,25 +687,17 @@ class ParallelDatabase:
                                       f"({self.data_dir}/node-{n} lacks it); the data directory "
                                       "is incomplete")
         for e in entries:
-            try:
-                schema = schema_from_json(e["schema"])
-                shadow = Table.create(self.host.disk, self.host.buffer, e["name"], schema,
-                                      np.empty(0, dtype=schema.dtype))
-                shadow.stats = {k: stats_from_json(v) for k, v in e["stats"].items()}
-                shadow._num_records = int(e["records"])
-                p = partitioner_from_json(e["partitioning"], schema, len(self.disk))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise MinidbError(f"the cluster catalog entry of table {e.get('name', '?')!r} "
-                                  f"is damaged ({type(exc).__name__}: {exc})") from None
-            self.host.catalog.add(shadow)
-            self.schemes[shadow.name.lower()] = p
+            table, p = table_from_json(e, len(self.disk))
+            self.catalog.add(table)
+            self.schemes[table.name.lower()] = p
         if save:  # what opening settled (fragments no entry names dropped) is committed
             self._save()
         self._take_counters("reopen")
 
     # -- life cycle -----------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop the nodes (a dead node does not make this hang) and the host. A data directory
+        """Stop the nodes (a dead node does not make this hang) and remove the host's scratch
+        disk. A data directory
         keeps everything for ``connect(nodes=N, data_dir=...)``; temporary ones are removed."""
         if self._closed:
             return
@@ -715,7 +705,7 @@ class ParallelDatabase:
         try:
             self.backend.shutdown()
         finally:
-            self.host.close()
+            self.host_context.close()
             for path in self._scratch:  # a killed node could not remove its own
                 shutil.rmtree(path, ignore_errors=True)
             self._release_directory()
@@ -739,7 +729,7 @@ class ParallelDatabase:
 class _Distribution:
     """A DISTRIBUTE statement resolved against the catalog: the table and its new fragments."""
 
-    table: Table
+    table: ClusterTable
     fragments: PredicateFragments
 
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from minidb.catalog import Table, TableLoader, stats_to_json
+from minidb.catalog import Catalog, Table, TableLoader, stats_to_json
 from minidb.cluster import plan
+from minidb.cluster.catalog import ClusterTable
 from minidb.cluster.machine import phase_timeout
 from minidb.cluster.overflow import OverflowSpool, SpoolScan
 from minidb.database import Database
@@ -39,10 +40,10 @@ from minidb.errors import MinidbError
 from minidb.exec.aggregate import HashAggregate, average_expr
 from minidb.exec.expr import Col
 from minidb.exec.filter import Filter
-from minidb.exec.iterator import Operator
+from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.join.base import JoinAlgorithm
 from minidb.exec.project import Project
-from minidb.exec.scan import RID, ArrayScan
+from minidb.exec.scan import RID, ArrayScan, with_rid_column
 from minidb.parallel.bitfilter import ApplyBitFilters, BitFilter, BuildBitFilter
 from minidb.parallel.exchange import (
     FLUSH_BYTES,
@@ -86,18 +87,27 @@ EXTRA_FIELDS = ("pages_read", "pages_written", "buffer_hits", "buffer_misses", "
 #: NonStop SQL paper gives the log volume of its update only.
 
 
-def build_tree(db: Database, fragment: plan.Fragment, inbox: Inbox | None, timeout: float = 60.0,
+class Site(Protocol):
+    """Where a fragment's tree is built: a node's ``Database`` (its stored tables), or the host
+    (``minidb.cluster.host.HostContext``: the cluster catalog's descriptions, no tuples)."""
+
+    catalog: Catalog
+    ctx: ExecContext
+    memory_pages: int
+
+
+def build_tree(db: Site, fragment: plan.Fragment, inbox: Inbox | None, timeout: float = 60.0,
                spools: dict | None = None) -> Operator:
     """The operator tree of one fragment (``minidb.cluster.plan``) over the tables of ``db``, its
     sink excluded: the source, then each step on top of the one before. The coordinator also
-    calls this on empty copies of the tables to learn the output schema of a fragment before
-    any node runs it."""
+    builds it at the host, over the catalog's descriptions of the tables, to learn the output
+    schema of a fragment before any node runs it."""
     spools = {} if spools is None else spools  # the node's overflow files, by name
     op = _source(db, fragment.source, inbox, timeout, fragment.hint, spools)
     return _apply_steps(db, op, fragment.steps, spools)
 
 
-def _apply_steps(db: Database, op: Operator, steps: list, spools: dict) -> Operator:
+def _apply_steps(db: Site, op: Operator, steps: list, spools: dict) -> Operator:
     """``steps`` (``minidb.cluster.plan``) on top of ``op``, one after the other."""
     for step in steps:
         match step:
@@ -121,7 +131,7 @@ def _apply_steps(db: Database, op: Operator, steps: list, spools: dict) -> Opera
     return op
 
 
-def _inner_table(db: Database, src, key: str) -> Operator:
+def _inner_table(db: Site, src, key: str) -> Operator:
     """The inner input of an index nested-loops join: this node's fragment of a stored table,
     read where it lies (a ``Local`` scan whose steps are one projection), looked up by key."""
     from minidb.exec.join.index_nested_loops import IndexLookup
@@ -137,14 +147,25 @@ def _inner_table(db: Database, src, key: str) -> Operator:
                                    outputs).schema)
 
 
-def _source(db: Database, src, inbox: Inbox | None, timeout: float, hint,
+def _scan(db: Site, scan: plan.Scan, hint) -> Operator:
+    """The node's fragment of a stored table, read along the access path the single-node
+    planner picks. A table the host's catalog only describes (``ClusterTable``) has no tuples
+    there: its scan is an empty input of the table's layout (enough to learn a schema)."""
+    table = db.catalog.get(scan.table)
+    if isinstance(table, ClusterTable):
+        schema = with_rid_column(table.schema) if scan.with_rids else table.schema
+        return ArrayScan(schema, schema.new_records(0))
+    hints = hint if isinstance(hint, Hints) else parse_hints(hint)
+    planner = Planner(db.ctx, db.memory_pages, hints)
+    op, _, _ = planner.access(table, scan.filters, with_rids=scan.with_rids)
+    return op
+
+
+def _source(db: Site, src, inbox: Inbox | None, timeout: float, hint,
             spools: dict) -> Operator:
     match src:
-        case plan.Scan(table, filters, with_rids):
-            hints = hint if isinstance(hint, Hints) else parse_hints(hint)
-            planner = Planner(db.ctx, db.memory_pages, hints)
-            op, _, _ = planner.access(db.catalog.get(table), filters, with_rids=with_rids)
-            return op
+        case plan.Scan():
+            return _scan(db, src, hint)
         case plan.Receive(exchange, producers, schema):
             return ExchangeReceive(inbox or Inbox(), exchange, producers, schema, timeout)
         case plan.Join() if getattr(src.algorithm, "needs_inner_table", False):

@@ -58,8 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from minidb.catalog import Table
-from minidb.cluster.catalog import merge_stats
+from minidb.cluster.catalog import ClusterTable, merge_stats
 from minidb.cluster.overflow import MAX_DISTRIBUTED_PASSES, ROUTING_SEED, spool_names
 from minidb.cluster.plan import (
     Aggregation,
@@ -139,6 +138,7 @@ class ParallelPlanner:
 
     def __init__(self, pdb: Any, hints, qid: int):
         self.pdb, self.hints, self.qid = pdb, hints, qid  # pdb: the ParallelDatabase
+        self.host = pdb.host_context  # where the operators that finish a query at the host run
         self.placement: str | None = None
         self.bit_filters = False  # Gamma's bit-vector filters on a two-table inner join
         self.strategy: str | None = None  # a hinted join strategy (co_located, broadcast ...)
@@ -171,10 +171,11 @@ class ParallelPlanner:
         return f"q{self.qid}.{what}{next(self._x)}"
 
     def dry(self, fragment: Fragment) -> Operator:
-        """The fragment's tree built over the host's empty copies of the tables (for schemas)."""
+        """The fragment's tree built at the host, where a table's scan reads nothing: its
+        schema is that of the tuples the fragment produces on a node."""
         from minidb.cluster.node import build_tree
 
-        return build_tree(self.pdb.host, fragment, None)
+        return build_tree(self.host, fragment, None)
 
     # -- SELECT -----------------------------------------------------------------------------------
     def select(self, q: SelectQuery | UnionQuery | SubqueryPlan) -> tuple[Schema, np.ndarray]:
@@ -234,24 +235,22 @@ class ParallelPlanner:
         writes what it holds as its fragment, in a phase of its own (so one node never runs
         two disk-using fragments at once). Returns the tuple count."""
         pdb = self.pdb
-        shadow = Table.create(pdb.host.disk, pdb.host.buffer, name, layout,
-                              np.empty(0, dtype=layout.dtype))
-        pdb.host.catalog.add(shadow)
+        table = pdb.catalog.new_table(name, layout)
         try:
             fill()
             done = self.scheduler.phase("store result", [(n, "store_held", (held, name, layout))
                                                          for n in pdb.disk], operators=0)
         except BaseException:
-            pdb.host.drop_table(name)
+            pdb.catalog.remove(name)
             try:
                 pdb._drop_everywhere(name)
             except MinidbError:
                 pass
             raise
-        shadow.stats = merge_stats(layout, [d["stats"] for d in done])
-        shadow._num_records = sum(d["records"] for d in done)
+        table.stats = merge_stats(layout, [d["stats"] for d in done])
+        table.num_records = sum(d["records"] for d in done)
         pdb.schemes[name.lower()] = p
-        return shadow._num_records
+        return table.num_records
 
     def join_into(self, name: str, q: SelectQuery, partition) -> int | None:
         """``CREATE TABLE name AS`` a join: the join nodes send each result tuple through a
@@ -262,7 +261,7 @@ class ParallelPlanner:
         count, or None when the partitioning must see the data first (the caller then stores
         the result through the host)."""
         pdb = self.pdb
-        if pdb.host.catalog.has(name):
+        if pdb.catalog.has(name):
             raise MinidbError(f"table {name!r} already exists; drop it first or pick another name")
         self._into = _StoreJoin(partition, self.exchange("held"))
         try:
@@ -356,8 +355,8 @@ class ParallelPlanner:
         if not q.group_by:  # scalar: partials to the host, which combines them
             parts = self.scheduler.phase("scalar aggregate", [(n, "run", (spec,)) for n in targets],
                                texts=[f"partial aggregate of {ref.table.name} on {where} -> host"])
-            host = HashAggregate(self.pdb.host.ctx, ArrayScan(partial_schema, _cat(parts, partial_schema)),
-                                 [], finals, self.pdb.host.memory_pages)
+            host = HashAggregate(self.host.ctx, ArrayScan(partial_schema, _cat(parts, partial_schema)),
+                                 [], finals, self.host.memory_pages)
             return self._finish(q, host.schema, [host.collect()], averages=averages, having=True)
         aggs = self.pdb.disk
         x = self.exchange("groups")
@@ -433,8 +432,8 @@ class ParallelPlanner:
         if not q.group_by:  # scalar: the host combines the nodes' partial results
             parts = self.scheduler.phase("distinct aggregate", calls, texts=[*texts[:-1], texts[-1] + " -> host"])
             rows = _cat(parts[:len(aggs)], second_schema)
-            host = HashAggregate(self.pdb.host.ctx, ArrayScan(second_schema, rows), [],
-                                 stages.final, self.pdb.host.memory_pages)
+            host = HashAggregate(self.host.ctx, ArrayScan(second_schema, rows), [],
+                                 stages.final, self.host.memory_pages)
             op = divide_averages(host, stages.averages, scalar=True)
             self.scheduler.note("host: " + " <- ".join(o.describe() for o in op.walk()))
             return self._finish(q, op.schema, [op.collect()], having=True)
@@ -465,9 +464,9 @@ class ParallelPlanner:
             inputs.append(ArrayScan(schema, records))
         op: Operator = UnionAll(inputs)
         if u.distinct:
-            op = HashAggregate(self.pdb.host.ctx, op, op.schema.names, [], self.pdb.host.memory_pages)
+            op = HashAggregate(self.host.ctx, op, op.schema.names, [], self.host.memory_pages)
         if u.order:
-            op = ExternalSort(self.pdb.host.ctx, op, u.order, self.pdb.host.memory_pages)
+            op = ExternalSort(self.host.ctx, op, u.order, self.host.memory_pages)
         if u.limit is not None:
             op = Limit(op, u.limit)
         records = op.collect()
@@ -823,8 +822,8 @@ class ParallelPlanner:
         """The host's part of an aggregate run at the join nodes."""
         if q.group_by:
             return self._finish(q, agg.schema, parts)
-        host = HashAggregate(self.pdb.host.ctx, ArrayScan(agg.schema, _cat(parts, agg.schema)),
-                             [], agg.final_aggregates, self.pdb.host.memory_pages)
+        host = HashAggregate(self.host.ctx, ArrayScan(agg.schema, _cat(parts, agg.schema)),
+                             [], agg.final_aggregates, self.host.memory_pages)
         return self._finish(q, host.schema, [host.collect()], averages=agg.averages, having=True)
 
     def _needed(self, q: SelectQuery, side: int) -> list:
@@ -853,8 +852,8 @@ class ParallelPlanner:
         rows = _cat(parts, join_schema)
         if not q.aggregating:
             return self._finish(q, join_schema, [rows], projected=True, deduplicated=deduplicated)
-        host = aggregate_query(self.pdb.host.ctx, ArrayScan(join_schema, rows), q,
-                               self.pdb.host.memory_pages)
+        host = aggregate_query(self.host.ctx, ArrayScan(join_schema, rows), q,
+                               self.host.memory_pages)
         self.scheduler.note("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
@@ -1021,8 +1020,8 @@ class ParallelPlanner:
         rows = _cat(parts[:len(joiners)], final_schema)
         if not q.aggregating:
             return self._finish(q, final_schema, [rows], projected=True)
-        host = aggregate_query(self.pdb.host.ctx, ArrayScan(final_schema, rows), q,
-                               self.pdb.host.memory_pages)
+        host = aggregate_query(self.host.ctx, ArrayScan(final_schema, rows), q,
+                               self.host.memory_pages)
         self.scheduler.note("host: " + " <- ".join(o.describe() for o in host.walk()))
         return self._finish(q, host.schema, [host.collect()])
 
@@ -1113,9 +1112,9 @@ class ParallelPlanner:
         if not projected:
             op = Project(op, q.outputs)
         if q.distinct and not deduplicated:
-            op = HashAggregate(self.pdb.host.ctx, op, op.schema.names, [], self.pdb.host.memory_pages)
+            op = HashAggregate(self.host.ctx, op, op.schema.names, [], self.host.memory_pages)
         if q.order:
-            op = ExternalSort(self.pdb.host.ctx, op, q.order, self.pdb.host.memory_pages)
+            op = ExternalSort(self.host.ctx, op, q.order, self.host.memory_pages)
         if q.visible < len(q.outputs):
             op = Project(op, [(n, Col(n)) for n in q.names])
         if q.limit is not None:
@@ -1175,7 +1174,7 @@ class ParallelPlanner:
                          texts=[f"insert into {table.name} by {p.describe()}"])
         return int(sum(out))
 
-    def distribute(self, table: Table, fragments: PredicateFragments) -> tuple[int, list[int], list[int]]:
+    def distribute(self, table: ClusterTable, fragments: PredicateFragments) -> tuple[int, list[int], list[int]]:
         """DISTRIBUTE (Distributed INGRES §2): move the tuples of ``table`` to the disk nodes
         whose predicate in ``fragments`` they satisfy. Returns (tuples moved, tuples per disk
         node before, after).
