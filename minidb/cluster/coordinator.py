@@ -45,10 +45,12 @@ that every machine shares (or the placement must be the same when reopening).
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import os
 import re
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -233,8 +235,21 @@ def _flatten(c: dict) -> dict:
     return out
 
 
+def _serialized(method):
+    """Run ``method`` under the database's statement mutex (see ``ParallelDatabase.sql``)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._engine:
+            return method(self, *args, **kwargs)
+    return run
+
+
 class ParallelDatabase:
     """A shared-nothing minidb: ``num_nodes`` nodes (inline objects or Ray actors) and a host."""
+
+    #: seconds between two runs of the scheduler's global deadlock detector while a transaction's
+    #: lock request is in flight (``minidb.cluster.transaction``)
+    deadlock_interval = 0.05
 
     def __init__(self, nodes: int = 2, backend: str = "inline", address: str | None = None,
                  disk_nodes: int | None = None, diskless_nodes: int | None = None,
@@ -330,6 +345,10 @@ class ParallelDatabase:
         self.schemes: dict[str, Partitioner] = {}
         self._ids = itertools.count()
         self._closed = False
+        # one statement at a time (the nodes' engines are not thread-safe); transactions of
+        # several threads interleave statement by statement (minidb.cluster.transaction)
+        self._engine = threading.RLock()
+        self._deadlocks = None  # the scheduler's global deadlock detection, made by begin()
         # temporary node directories, removed at close even if their node was killed
         self._scratch = [] if self.data_dir is not None else \
             self.backend.call_all("data_path", {n: () for n in range(self.num_nodes)}, "start nodes")
@@ -342,6 +361,7 @@ class ParallelDatabase:
                 raise
 
     # -- tables ---------------------------------------------------------------------------------
+    @_serialized
     def create_table(self, name: str, source, partition="round_robin", organization: str = "heap",
                      key: str | None = None, schema: Schema | pa.Schema | None = None,
                      batch_rows: int = DEFAULT_BATCH_ROWS) -> ClusterTable:
@@ -401,6 +421,7 @@ class ParallelDatabase:
         self._take_counters()
         return table
 
+    @_serialized
     def create_index(self, table: str, column: str, clustered: bool = False) -> None:
         """Index every fragment of ``table`` on ``column`` (clustered: re-store it sorted)."""
         self._check_open()
@@ -411,6 +432,7 @@ class ParallelDatabase:
                                   "create index")
         self._take_counters()
 
+    @_serialized
     def clear_buffer_pools(self) -> None:
         """Empty every node's buffer pool (dirty pages written back first), so that the next
         statement reads its pages from disk, as the papers' measurements of relations larger
@@ -431,6 +453,7 @@ class ParallelDatabase:
     def tables(self) -> list[str]:
         return self.catalog.names()
 
+    @_serialized
     def drop_table(self, name: str) -> None:
         self._check_open()
         t = self.catalog.get(name)
@@ -444,7 +467,22 @@ class ParallelDatabase:
 
     # -- SQL ------------------------------------------------------------------------------------
     def sql(self, text: str, hint: str | None = None) -> ParallelResult:
-        """Run one statement of the parallel subset (see the module docstring)."""
+        """Run one statement of the parallel subset (see the module docstring). Statements of
+        several threads run one at a time; outside a transaction a statement takes no locks."""
+        with self._engine:  # a transaction of another thread may be running a statement
+            return self._sql(text, hint)
+
+    def begin(self, access: str = "stable", lock_timeout: float | None = None):
+        """Start a transaction for this thread: ``access`` is NonStop SQL's "browse", "stable"
+        (the default) or "repeatable"; a lock wait longer than ``lock_timeout`` seconds (10 by
+        default) aborts it. Locks live on the nodes (``Node.locks``); the scheduler detects
+        global deadlocks. Inline backend only. See ``minidb.cluster.transaction``."""
+        from minidb.cluster.transaction import ParallelTransaction
+
+        self._check_open()
+        return ParallelTransaction(self, access, lock_timeout)
+
+    def _sql(self, text: str, hint: str | None = None) -> ParallelResult:
         self._check_open()
         if not isinstance(text, str):
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
@@ -490,6 +528,21 @@ class ParallelDatabase:
         return ParallelResult(schema, records, kind, rows, wall, s.phases, s.phase_names,
                               s.scheduler_messages, s.explain(), text, self._modeled(run),
                               s.phase_wall_s, s.plan, commit)
+
+    def _put_back(self, name: str, deletes: list[str], records: np.ndarray) -> None:
+        """A parallel transaction's undo step (``minidb.cluster.transaction``): run the DELETEs
+        ``deletes`` and insert ``records`` (rows in the table's layout, routed by its
+        partitioner) as one statement: in a data directory it commits on every node or none."""
+        table = self.catalog.get(name)
+        hints = with_default_join(parse_hints(None), self.join)
+        with self._statement():
+            for text in deletes:
+                ParallelPlanner(self, hints, next(self._ids)).delete(translate(text, self.catalog))
+            if len(records):
+                columns = [c.name for c in table.schema.columns]
+                ParallelPlanner(self, hints, next(self._ids)).insert(
+                    InsertStatement(table, records, None, columns))
+        self._take_counters("undo")
 
     def _change(self, statement, run: ParallelPlanner, result_partition):
         """Run a statement that changes a table; (schema, records, kind, rows) of its result."""
@@ -702,6 +755,8 @@ class ParallelDatabase:
         if self._closed:
             return
         self._closed = True
+        if self._deadlocks is not None:
+            self._deadlocks.close()
         try:
             self.backend.shutdown()
         finally:

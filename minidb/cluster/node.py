@@ -58,6 +58,7 @@ from minidb.sql.hints import Hints, parse_hints
 from minidb.sql.operators import Materialize
 from minidb.sql.planner import Planner
 from minidb.storage.schema import Schema
+from minidb.txn.locks import LockManager
 from minidb.txn.two_phase import coordinator_decisions
 
 #: minidb operator kind -> the kind the cost model prices (minidb.cost.model.OPERATOR_COST_FIELD)
@@ -232,6 +233,8 @@ class Node:
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
         self._lock = threading.Lock()
+        # the row and key-range locks of the rows this node stores (minidb.cluster.transaction)
+        self.locks = LockManager(f"node {node_id}")
         self._work: dict[str, Any] = {}
         self._io = self.db.disk.io.snapshot()
         self._buf = self.db.buffer.counters.snapshot()
@@ -391,6 +394,41 @@ class Node:
 
     def fragment_size(self, table: str) -> int:
         return self.db.catalog.get(table).num_records
+
+    # -- locks of parallel transactions (minidb.cluster.transaction) ----------------------------
+    def txn_lock_key(self, table: str) -> str:
+        """The lock key of ``table`` here (``minidb.txn.transaction.lock_key`` of its fragment:
+        the clustering or hash key it was stored with, or else its first column)."""
+        from minidb.txn.transaction import lock_key
+
+        return lock_key(self.db.catalog.get(table))
+
+    def txn_keys(self, scan: str) -> list:
+        """The lock keys of the rows of this node's fragment that ``scan`` (``SELECT key FROM
+        table [WHERE ...]``) finds: what a transaction's statement will touch here. It reads
+        pages, so the coordinator calls it under its statement mutex."""
+        from minidb.txn.transaction import _python
+
+        return [_python(k) for k in self.db.sql(scan).to_arrow().column(0).to_pylist()]
+
+    def txn_lock_rows(self, txn: int, table: str, keys: list, mode: str,
+                      timeout: float | None) -> list:
+        """Lock the rows with lock keys ``keys`` (in this order) in this node's lock manager,
+        waiting here; the handles (None where a lock held already covered the row)."""
+        return [self.locks.lock_row(txn, table, k, mode, timeout) for k in keys]
+
+    def txn_lock_range(self, txn: int, table: str, lo, hi, mode: str, timeout: float | None):
+        """Lock the key range ``lo..hi`` of ``table`` on this node (None: open end)."""
+        return self.locks.lock_range(txn, table, lo, hi, mode, timeout)
+
+    def txn_release(self, handles: list) -> None:
+        """Release S locks before commit (a STABLE statement done with its rows)."""
+        for h in handles:
+            self.locks.release(h)
+
+    def txn_release_all(self, txn: int) -> int:
+        """Commit or abort of ``txn``: release every lock it holds on this node."""
+        return self.locks.release_all(txn)
 
     # -- running fragments ----------------------------------------------------------------------
     def run(self, fragment: plan.Fragment) -> np.ndarray | None:

@@ -23,9 +23,10 @@ Two levels, as in the papers:
 
 Simplified: the global detector runs when asked (``check``) or every ``interval`` seconds on a
 thread of its own (``start`` / ``stop``), not as a message protocol between processors; it reads
-each manager's graph directly. The minidb parallel engine runs its statements one at a time and
-takes no locks yet, so nothing calls the global detector from the scheduler: the tests and the
-lab drive it with lock managers standing for nodes.
+each manager's graph directly. The parallel engine's transactions (``minidb.cluster.transaction``)
+use it as Gamma does: the coordinator runs it over the disk nodes' lock managers every
+``ParallelDatabase.deadlock_interval`` seconds while any transaction's lock request is in flight
+(inline backend only). The tests and the lab also drive it with lock managers standing for nodes.
 """
 
 from __future__ import annotations

@@ -171,6 +171,18 @@ def key_bounds(where: exp.Expression | None, key: str) -> tuple[Any, Any, list[e
     return lo, hi, used
 
 
+def check_begin(access: Any, lock_timeout: Any) -> None:
+    """The arguments of ``begin``: an access mode of ``ACCESS_MODES``, and a lock timeout in
+    seconds above 0 (or None for the lock manager's default)."""
+    if not isinstance(access, str) or access.lower() not in ACCESS_MODES:
+        raise MinidbError(f"access must be one of {', '.join(ACCESS_MODES)}, not {access!r}")
+    if lock_timeout is not None and (isinstance(lock_timeout, bool)
+                                     or not isinstance(lock_timeout, int | float)
+                                     or not lock_timeout > 0):
+        raise MinidbError(f"lock_timeout is a number of seconds above 0 (or None for the "
+                          f"default), not {lock_timeout!r}")
+
+
 @dataclass
 class _Undo:
     table: str
@@ -183,13 +195,7 @@ class Transaction:
     """A transaction of one thread on a shared ``Database`` (see the module docstring)."""
 
     def __init__(self, db: Database, access: str = "stable", lock_timeout: float | None = None):
-        if not isinstance(access, str) or access.lower() not in ACCESS_MODES:
-            raise MinidbError(f"access must be one of {', '.join(ACCESS_MODES)}, not {access!r}")
-        if lock_timeout is not None and (isinstance(lock_timeout, bool)
-                                         or not isinstance(lock_timeout, int | float)
-                                         or not lock_timeout > 0):
-            raise MinidbError(f"lock_timeout is a number of seconds above 0 (or None for the "
-                              f"default), not {lock_timeout!r}")
+        check_begin(access, lock_timeout)
         self.db = db
         self.locks = db.locks
         self.access = access.lower()

@@ -1,0 +1,386 @@
+"""Concurrent transactions on the parallel engine: locks on the nodes, deadlocks at the scheduler.
+
+``pdb.begin(access=...)`` on a ``ParallelDatabase`` gives a ``ParallelTransaction``, with the
+surface and the semantics of the single-node ``minidb.txn.transaction.Transaction`` (read its
+docstring first: access modes, rounds, logical undo); several threads may each run one::
+
+    pdb = minidb.connect(nodes=2)
+    with pdb.begin(access="repeatable") as tx:
+        tx.sql("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+        tx.sql("UPDATE acct SET bal = bal + 10 WHERE id = 7")
+
+NonStop SQL (Englert et al. 1989, Section 2) locks rows and key ranges, with BROWSE, STABLE and
+REPEATABLE access, on the disk process that owns the data; Gamma (DeWitt et al. 1988, Section 1)
+leaves global deadlock detection to its scheduler. So here:
+
+* **Locks live where the data lives.** Every node has its own ``LockManager`` (``Node.locks``)
+  for the rows of its fragments. A statement in a transaction runs in rounds, as on one node:
+  under the coordinator's statement mutex each disk node runs the key query (``SELECT key FROM
+  t WHERE ...``) on its own fragment (``Node.txn_keys``); with the mutex released the
+  transaction asks each node to lock the keys it found there (``Node.txn_lock_rows``), and the
+  request waits *on that node*; repeat until no node finds a new key, and in that round run the
+  statement as an ordinary parallel statement while the locks are held. A REPEATABLE statement
+  first locks the key range of its WHERE clause on every disk node (a row of the range may be
+  inserted on any of them). An INSERT locks its new keys in X on the node its partitioner sends
+  each row to (hash, range and predicate partitioning), or on every disk node when the placement
+  is not known in advance (round-robin). The lock key of a table is that of its fragments
+  (``lock_key``: the clustering or hash key it was stored with, or the first column).
+* **Undo.** Before each write the transaction reads, with a parallel SELECT, the rows having the
+  keys it X-locked (logical before-images); ``abort`` deletes the rows with those keys and
+  inserts the before-images (newest write first, one statement per write, ``_put_back``) while it
+  still holds its locks, then releases them on every node. ``commit`` releases them on every
+  node (strict two-phase locking).
+* **Deadlocks.** A cycle of waits on one node is found by that node's manager the moment the
+  wait begins, as on one node. A cycle through several nodes (T1 waits for T2 on node 1, T2 for
+  T1 on node 0) is acyclic on each node; the coordinator, Gamma's scheduler, runs
+  ``minidb.txn.deadlock.GlobalDeadlockDetector`` over the nodes' managers every
+  ``ParallelDatabase.deadlock_interval`` seconds (0.05) while any transaction's lock request is
+  in flight, and refuses the youngest transaction of a cycle where it waits: its ``sql`` raises
+  ``DeadlockError`` naming the cycle (transactions, locks, nodes) and the transaction is aborted.
+  A wait longer than ``lock_timeout`` raises ``LockTimeoutError`` (it must be below the nodes'
+  phase timeout, ``connect(timeout=...)``, checked by ``begin``).
+
+Statements of all threads (``pdb.sql`` too) run one at a time under the coordinator's statement
+mutex (``ParallelDatabase._engine``), as the single-node engine's ``_engine``; lock waits
+happen with it released. Statements outside a transaction (``pdb.sql``) take no locks, as
+before: they neither wait for a transaction nor stop one.
+
+Refused, and said so: the Ray backend (``begin`` raises): a lock wait would block one of a node
+actor's threads for up to ``lock_timeout``, and the scheduler's detector reads the managers in
+this process; making both remote calls is not done. DDL, INSERT ... SELECT and DISTRIBUTE in a
+transaction; an UPDATE that changes the lock key or a partitioning column (the row would move to
+another node, away from its locks); tables whose placement changes as they grow (``lh_star``).
+Simplified: a transaction is not durable as a whole: in a data directory each statement (and
+each undo step) commits on every node by the commit protocol on its own, so a crash in the
+middle of a transaction leaves the statements it had run. An aborted round-robin table's
+restored rows may land on other nodes than before (same rows, other placement).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlglot import exp
+
+from minidb.cluster.machine import phase_timeout
+from minidb.errors import LockError, MinidbError
+from minidb.parallel.partitioners import Hash, Partitioner, PredicateFragments, Range
+from minidb.sql.hints import split_hint_comment
+from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
+from minidb.txn.deadlock import GlobalDeadlockDetector
+from minidb.txn.locks import DEFAULT_LOCK_TIMEOUT, S, X, new_txn_id
+from minidb.txn.transaction import MAX_ROUNDS, _python, _Undo, check_begin, key_bounds
+
+if TYPE_CHECKING:
+    from minidb.cluster.coordinator import ParallelDatabase, ParallelResult
+
+#: keys per ``key IN (...)`` list of the undo's SELECT and DELETE
+IN_LIST = 500
+
+
+class SchedulerDeadlocks:
+    """Gamma's scheduler job: run the global detector over the nodes' lock managers while any
+    transaction's lock request is in flight (``asking``), every ``interval`` seconds."""
+
+    def __init__(self, managers: list, interval: float):
+        self.detector = GlobalDeadlockDetector(managers)
+        self.interval = interval
+        self._mutex = threading.Lock()
+        self._asking = 0
+
+    @contextmanager
+    def asking(self) -> Iterator[None]:
+        with self._mutex:
+            self._asking += 1
+            if self._asking == 1:
+                self.detector.start(self.interval)
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._asking -= 1
+                if self._asking == 0:
+                    self.detector.stop()
+
+    def close(self) -> None:
+        with self._mutex:
+            self.detector.stop()
+
+
+def _literal(value: Any) -> str:
+    return exp.convert(value).sql(dialect="duckdb")
+
+
+def _in_lists(key: str, keys: list) -> list[str]:
+    """``key IN (...)`` conditions covering ``keys``, ``IN_LIST`` keys each."""
+    return [f"{key} IN ({', '.join(_literal(k) for k in keys[i:i + IN_LIST])})"
+            for i in range(0, len(keys), IN_LIST)]
+
+
+class ParallelTransaction:
+    """A transaction of one thread on a shared ``ParallelDatabase`` (see the module docstring)."""
+
+    def __init__(self, pdb: ParallelDatabase, access: str = "stable",
+                 lock_timeout: float | None = None):
+        check_begin(access, lock_timeout)
+        if pdb.backend.name != "inline":
+            raise MinidbError("transactions on the parallel engine need the inline backend: with "
+                              "Ray a lock wait would block a node actor's thread and the "
+                              "scheduler's deadlock detector cannot read the actors' lock "
+                              "managers; connect(nodes=N) without backend='ray' to use begin()")
+        wait = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        limit = phase_timeout(pdb.backend.timeout)
+        if wait >= limit:
+            raise MinidbError(f"lock_timeout ({wait:g} s) must be below the nodes' timeout "
+                              f"({limit:g} s, connect(timeout=...)): a lock waits on a node")
+        with pdb._engine:
+            if pdb._deadlocks is None:
+                managers = [pdb.backend.nodes[n].locks for n in pdb.disk]
+                pdb._deadlocks = SchedulerDeadlocks(managers, pdb.deadlock_interval)
+        self.pdb = pdb
+        self.access = access.lower()
+        self.lock_timeout = lock_timeout
+        self.id = new_txn_id()
+        self.state = "active"
+        self.statements = 0
+        self._undo: list[_Undo] = []
+
+    # -- statements ---------------------------------------------------------------------------
+    def sql(self, text: str) -> ParallelResult:
+        """Run one statement in this transaction, taking the locks its access mode asks for on
+        the nodes. A ``DeadlockError`` (local or global) or ``LockTimeoutError`` aborts the
+        transaction before it is raised."""
+        self._check_active()
+        self.pdb._check_open()
+        tree = parse(text)
+        if isinstance(tree, exp.Select | exp.Union):
+            run = self._read
+        elif isinstance(tree, exp.Insert):
+            run = self._insert
+        elif isinstance(tree, exp.Update | exp.Delete):
+            run = self._change
+        else:
+            raise MinidbError(f"a transaction runs SELECT, INSERT ... VALUES, UPDATE and DELETE; "
+                              f"run {tree.key.upper()} outside it with pdb.sql()")
+        try:
+            result = run(tree, text)
+        except LockError:
+            self.abort()
+            raise
+        self.statements += 1
+        return result
+
+    def _read(self, tree: exp.Expression, text: str) -> ParallelResult:
+        pdb = self.pdb
+        if self.access == "browse":
+            return pdb.sql(text)
+        names = [t.name for t in tree.find_all(exp.Table)]
+        held = self.access == "repeatable"
+        if not (isinstance(tree, exp.Select) and len(names) == 1 and not tree.args.get("joins")):
+            handles = [self._range_everywhere(pdb.catalog.get(n).name, None, None, S)
+                       for n in dict.fromkeys(names)]
+            try:
+                return pdb.sql(text)
+            finally:
+                if not held:
+                    for h in handles:
+                        self._release(h)
+        table = pdb.catalog.get(names[0]).name
+        key = self._lock_key(table)
+        source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
+        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        if lo is not None and hi is not None and lo > hi:
+            return pdb.sql(text)  # no key can qualify: nothing to read, nothing to lock
+        if held:  # no phantoms: the scanned key range is locked to commit, on every node
+            self._range_everywhere(table, lo, hi, S)
+        scan = f"SELECT {key} FROM {source}" + \
+            (" WHERE " + " AND ".join(t.sql(dialect="duckdb") for t in used) if used else "")
+        return self._in_rounds(table, scan, S, keep=held, run=lambda keys: pdb._sql(text))
+
+    def _change(self, tree: exp.Expression, text: str) -> ParallelResult:
+        pdb = self.pdb
+        with pdb._engine:
+            statement = translate(split_hint_comment(text)[0], pdb.catalog)
+        table = statement.ref.table.name
+        key = self._lock_key(table)
+        if isinstance(statement, UpdateStatement):
+            placed_by = {c.lower() for c in pdb.schemes[table.lower()].columns}
+            for name, _ in statement.assignments:
+                if name.lower() == key.lower():
+                    raise MinidbError(f"an UPDATE in a transaction may not change {table}.{key}, "
+                                      "the column rows are locked by; delete the row and insert "
+                                      "it again")
+                if name.lower() in placed_by:
+                    raise MinidbError(f"an UPDATE in a transaction may not change {table}.{name}, "
+                                      "the column that places its rows on the nodes (the row "
+                                      "would move away from its locks); delete the row and "
+                                      "insert it again")
+        where = tree.args.get("where")
+        if self.access == "repeatable":
+            lo, hi, _ = key_bounds(where, key)
+            if lo is None or hi is None or lo <= hi:  # X, not S: see minidb.txn.transaction
+                self._range_everywhere(table, lo, hi, X)
+        scan = f"SELECT {key} FROM {tree.this.sql(dialect='duckdb')}" + \
+            (f" WHERE {where.this.sql(dialect='duckdb')}" if where is not None else "")
+        return self._in_rounds(table, scan, X, keep=True,
+                               run=lambda keys: self._write(table, key, keys, text))
+
+    def _insert(self, tree: exp.Expression, text: str) -> ParallelResult:
+        pdb = self.pdb
+        with pdb._engine:
+            statement: InsertStatement = translate(split_hint_comment(text)[0], pdb.catalog)
+            if statement.records is None:
+                raise MinidbError("a transaction inserts with INSERT ... VALUES; INSERT ... SELECT "
+                                  "runs outside it (pdb.sql)")
+            table = statement.table.name
+            p = pdb.schemes[table.lower()]
+            key = self._lock_key(table)
+            where = self._insert_nodes(table, p, statement.records)
+        keys = [_python(v) for v in statement.records[key]]
+        with pdb._deadlocks.asking():
+            for n in pdb.disk:  # node by node, each node's keys in key order
+                mine = sorted({k for k, w in zip(keys, where, strict=True) if w is None or w == n})
+                if mine:
+                    pdb.backend.call(n, "txn_lock_rows", self.id, table, mine, X,
+                                     self.lock_timeout, phase="lock")
+        with pdb._engine:
+            return self._write(table, key, sorted(set(keys)), text)
+
+    def _insert_nodes(self, table: str, p: Partitioner, records: np.ndarray) -> list:
+        """The node each new row will be stored on, or None each when that is not known before
+        the insert runs (round-robin, a user's partitioner): the row's key is locked on every
+        disk node then."""
+        if type(p).grow is not Partitioner.grow:
+            raise MinidbError(f"{table} is partitioned by {p.describe()}, whose placement changes "
+                              "as it grows (rows move between nodes, away from their locks); "
+                              "change it outside a transaction")
+        if isinstance(p, Hash | Range | PredicateFragments) and \
+                getattr(p, "boundaries", ()) is not None:
+            return [self.pdb.disk[i] for i in copy.deepcopy(p).route(records)]
+        return [None] * len(records)
+
+    def _in_rounds(self, table: str, scan: str, mode: str, keep: bool,
+                   run: Callable[[list], ParallelResult]) -> ParallelResult:
+        """Every disk node finds the keys ``scan`` gives on its fragment; each node locks its
+        new ones (waiting there, statement mutex released); repeat until no node finds anything
+        new, then ``run(keys)`` in the same hold of the mutex as the last look. Without ``keep``
+        the S locks are released on every node once the statement has run (STABLE)."""
+        pdb = self.pdb
+        got: dict[int, dict[Any, Any]] = {n: {} for n in pdb.disk}
+        try:
+            for _ in range(MAX_ROUNDS):
+                with pdb._engine:
+                    found = pdb.backend.call_all("txn_keys", {n: (scan,) for n in pdb.disk},
+                                                 "find the lock keys")
+                    missing = {n: sorted({k for k in keys if k not in got[n] and k is not None})
+                               for n, keys in zip(pdb.disk, found, strict=True)}
+                    whole = {n: None in keys and None not in got[n]
+                             for n, keys in zip(pdb.disk, found, strict=True)}
+                    if not any(missing.values()) and not any(whole.values()):
+                        return run(sorted({k for keys in found for k in keys} - {None}))
+                with pdb._deadlocks.asking():
+                    for n in pdb.disk:  # node by node, each node's keys in key order
+                        if whole[n]:  # a NULL key names no row: lock the table on that node
+                            got[n][None] = pdb.backend.call(n, "txn_lock_range", self.id, table,
+                                                            None, None, mode, self.lock_timeout,
+                                                            phase="lock")
+                        if missing[n]:
+                            handles = pdb.backend.call(n, "txn_lock_rows", self.id, table,
+                                                       missing[n], mode, self.lock_timeout,
+                                                       phase="lock")
+                            got[n].update(zip(missing[n], handles, strict=True))
+            raise MinidbError(f"T{self.id}: the rows of {table} kept changing while their locks "
+                              f"were taken ({MAX_ROUNDS} rounds); retry the statement")
+        finally:
+            if not keep:
+                self._release({n: list(hs.values()) for n, hs in got.items()})
+
+    def _range_everywhere(self, table: str, lo: Any, hi: Any, mode: str) -> dict[int, list]:
+        """Lock the key range lo..hi of ``table`` on every disk node, in node order."""
+        handles: dict[int, list] = {}
+        with self.pdb._deadlocks.asking():
+            for n in self.pdb.disk:
+                handles[n] = [self.pdb.backend.call(n, "txn_lock_range", self.id, table, lo, hi,
+                                                    mode, self.lock_timeout, phase="lock")]
+        return handles
+
+    def _release(self, handles: dict[int, list]) -> None:
+        for n, hs in handles.items():
+            if any(h is not None for h in hs):
+                self.pdb.backend.call(n, "txn_release", hs, phase="release S locks")
+
+    def _lock_key(self, table: str) -> str:
+        with self.pdb._engine:
+            return self.pdb.backend.call(self.pdb.disk[0], "txn_lock_key", table, phase="lock key")
+
+    def _write(self, table: str, key: str, keys: list, text: str) -> ParallelResult:
+        """Run a write (statement mutex held, X locks held) after saving, with a parallel
+        SELECT, the rows it may change."""
+        self._undo.append(_Undo(table, key, keys, self._rows_with(table, key, keys)))
+        return self.pdb._sql(text)
+
+    def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
+        layout = self.pdb.catalog.get(table).schema
+        parts = []
+        for cond in _in_lists(key, keys):
+            result = self.pdb._sql(f"SELECT * FROM {table} WHERE {cond}")
+            got = result._records
+            rows = np.empty(len(got), dtype=layout.dtype)
+            for name in layout.dtype.names:
+                rows[name] = got[name]
+            parts.append(rows)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=layout.dtype)
+
+    # -- the end ------------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Commit: every statement is already applied (and, in a data directory, committed on
+        every node); release the locks on every node (the end of strict two-phase locking)."""
+        self._check_active()
+        self.state = "committed"
+        self._release_all()
+
+    def abort(self) -> None:
+        """Undo every change of the transaction (newest first, X locks still held), then release
+        the locks on every node. Aborting a finished transaction does nothing."""
+        if self.state != "active":
+            return
+        pdb = self.pdb
+        try:
+            with pdb._engine:
+                for u in reversed(self._undo):
+                    deletes = [f"DELETE FROM {u.table} WHERE {c}" for c in _in_lists(u.key, u.keys)]
+                    pdb._put_back(u.table, deletes, u.before)
+        finally:
+            self._undo.clear()
+            self.state = "aborted"
+            self._release_all()
+
+    def _release_all(self) -> None:
+        if not self.pdb._closed:
+            self.pdb.backend.call_all("txn_release_all", {n: (self.id,) for n in self.pdb.disk},
+                                      "release locks")
+
+    def _check_active(self) -> None:
+        if self.state != "active":
+            raise MinidbError(f"transaction T{self.id} is {self.state}; begin a new one with "
+                              "pdb.begin()")
+
+    def __enter__(self) -> ParallelTransaction:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if self.state != "active":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return (f"ParallelTransaction(T{self.id}, {self.access}, {self.state}, "
+                f"{self.statements} statements)")

@@ -1,0 +1,290 @@
+"""minidb.cluster.transaction: transactions on the parallel engine, locks on the nodes, global
+deadlocks found by the scheduler.
+
+The table ``acct`` is range-partitioned on its lock key over two disk nodes: ids below 5 on node
+0, the others on node 1, so a key range can span both nodes and two rows can be chosen to live
+on different ones. Steps are ordered by waiting until a node's lock manager shows a transaction
+queued; every join and lock wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import minidb
+from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
+from minidb.txn.deadlock import find_cycle, merge_graphs
+from tests.test_locks import WAIT, Worker, wait_until, waiting_txns
+
+ROWS = {1: 100, 2: 200, 3: 300, 7: 700, 8: 800, 9: 900}
+
+
+def accounts() -> pa.Table:
+    return pa.table({"id": pa.array(list(ROWS), pa.int32()),
+                     "bal": pa.array(list(ROWS.values()), pa.int32()),
+                     "who": pa.array([f"c{k}" for k in ROWS], pa.string())})
+
+
+def make(partition: str = "range(id: 5)"):
+    pdb = minidb.connect(nodes=2)
+    pdb.create_table("acct", accounts(), partition=partition)
+    return pdb
+
+
+@pytest.fixture
+def pdb():
+    d = make()
+    yield d
+    d.close()
+
+
+def managers(pdb):
+    return [pdb.backend.nodes[n].locks for n in pdb.disk]
+
+
+def rows(db) -> list[tuple]:
+    return sorted(db.sql("SELECT id, bal, who FROM acct").to_pylist())
+
+
+def duck(statements: list[str]) -> list[tuple]:
+    """What DuckDB holds after running ``statements`` on the same data."""
+    con = duckdb.connect()
+    con.register("src", accounts())
+    con.execute("CREATE TABLE acct AS SELECT * FROM src")
+    for s in statements:
+        con.execute(s)
+    return sorted(con.execute("SELECT id, bal, who FROM acct").fetchall())
+
+
+WRITES = ["UPDATE acct SET bal = bal + 1 WHERE id IN (1, 8)",
+          "INSERT INTO acct VALUES (4, 400, 'c4'), (6, 600, 'c6')",
+          "DELETE FROM acct WHERE id = 9 OR id = 2",
+          "UPDATE acct SET bal = bal * 2 WHERE id BETWEEN 3 AND 7"]
+
+
+# -- commit and abort, against DuckDB -------------------------------------------------------------
+@pytest.mark.parametrize("access", ["browse", "stable", "repeatable"])
+@pytest.mark.parametrize("partition", ["range(id: 5)", "hash(id)", "round_robin"])
+def test_commit_matches_duckdb_and_abort_restores_the_original_rows(access, partition):
+    pdb = make(partition)
+    try:
+        tx = pdb.begin(access)
+        for s in WRITES:
+            tx.sql(s)
+        assert sorted(tx.sql("SELECT id, bal, who FROM acct").to_pylist()) == duck(WRITES)
+        assert any(m.held(tx.id) for m in managers(pdb))
+        tx.abort()
+        assert rows(pdb) == duck([])  # exactly the original rows, as a multiset
+        assert all(m.held(tx.id) == [] for m in managers(pdb))
+        with pdb.begin(access) as tx:
+            for s in WRITES:
+                tx.sql(s)
+        assert tx.state == "committed" and rows(pdb) == duck(WRITES)
+        assert all(m.held(tx.id) == [] for m in managers(pdb))
+    finally:
+        pdb.close()
+
+
+def test_locks_live_on_the_node_that_stores_the_row(pdb):
+    tx = pdb.begin("stable")
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1 OR id = 8")
+    node0, node1 = managers(pdb)
+    assert node0.held(tx.id) == [("acct", 1, 1, "X")]
+    assert node1.held(tx.id) == [("acct", 8, 8, "X")]
+    tx.sql("SELECT * FROM acct WHERE id = 2")  # a STABLE read lock is gone after the read
+    assert node0.held(tx.id) == [("acct", 1, 1, "X")]
+    tx.commit()
+
+
+# -- waiting --------------------------------------------------------------------------------------
+def test_a_second_writer_of_the_same_row_waits_until_the_first_commits(pdb):
+    order = []
+    t1, t2 = pdb.begin("stable"), pdb.begin("stable", lock_timeout=WAIT)
+    t1.sql("UPDATE acct SET bal = bal + 1 WHERE id = 8")
+    order.append("T1 updated")
+
+    def second():
+        t2.sql("UPDATE acct SET bal = bal * 10 WHERE id = 8")
+        order.append("T2 updated")
+        t2.commit()
+
+    w = Worker(second, "T2")
+    node1 = managers(pdb)[1]
+    wait_until(lambda: waiting_txns(node1) == {t2.id}, "T2 queued behind T1's X lock on node 1")
+    assert order == ["T1 updated"]
+    order.append("T1 commits")
+    t1.commit()
+    w.join()
+    assert w.error is None and order == ["T1 updated", "T1 commits", "T2 updated"]
+    assert rows(pdb) == duck(["UPDATE acct SET bal = bal + 1 WHERE id = 8",
+                              "UPDATE acct SET bal = bal * 10 WHERE id = 8"])
+
+
+def test_repeatable_locks_a_key_range_on_both_nodes_so_no_phantom(pdb):
+    count = "SELECT count(*) FROM acct WHERE id BETWEEN 2 AND 8"
+    reader = pdb.begin("repeatable")
+    assert reader.sql(count).to_pylist() == [(4,)]
+    assert all(("acct", 2, 8, "S") in m.held(reader.id) for m in managers(pdb))
+    writer = pdb.begin("stable", lock_timeout=WAIT)
+
+    def insert():
+        writer.sql("INSERT INTO acct VALUES (6, 600, 'c6')")  # node 1, inside the range
+        writer.commit()
+
+    w = Worker(insert, "inserter")
+    wait_until(lambda: waiting_txns(managers(pdb)[1]) == {writer.id}, "the insert waits on node 1")
+    assert reader.sql(count).to_pylist() == [(4,)]  # the same rows: no phantom
+    reader.commit()
+    w.join()
+    assert w.error is None
+    assert rows(pdb) == duck(["INSERT INTO acct VALUES (6, 600, 'c6')"])
+
+
+def test_stable_sees_a_phantom_in_a_range_spanning_both_nodes(pdb):
+    count = "SELECT count(*) FROM acct WHERE id BETWEEN 2 AND 8"
+    reader = pdb.begin("stable")
+    assert reader.sql(count).to_pylist() == [(4,)]
+    assert all(m.held(reader.id) == [] for m in managers(pdb))  # read locks already let go
+    writer = pdb.begin("stable", lock_timeout=0.5)
+    writer.sql("INSERT INTO acct VALUES (4, 400, 'c4'), (6, 600, 'c6')")  # no wait, one per node
+    writer.commit()
+    assert reader.sql(count).to_pylist() == [(6,)]  # phantoms
+    reader.commit()
+
+
+def test_browse_reads_an_uncommitted_change_while_stable_waits(pdb):
+    writer = pdb.begin("stable")
+    writer.sql("UPDATE acct SET bal = 5 WHERE id = 2")
+    browse = pdb.begin("browse")
+    assert browse.sql("SELECT bal FROM acct WHERE id = 2").to_pylist() == [(5,)]  # dirty read
+    assert pdb.sql("SELECT bal FROM acct WHERE id = 2").to_pylist() == [(5,)]  # autocommit: no locks
+    stable = pdb.begin("stable", lock_timeout=WAIT)
+    r = Worker(lambda: stable.sql("SELECT bal FROM acct WHERE id = 2").to_pylist(), "stable reader")
+    wait_until(lambda: waiting_txns(managers(pdb)[0]) == {stable.id}, "the stable reader waits")
+    writer.abort()
+    r.join()
+    assert r.outcome == [(200,)]  # never saw the change that was undone
+    browse.commit()
+    stable.commit()
+
+
+def test_lock_timeout_aborts_the_waiter(pdb):
+    t1 = pdb.begin("stable")
+    t1.sql("UPDATE acct SET bal = 1 WHERE id = 1")
+    t2 = pdb.begin("stable", lock_timeout=0.2)
+    t2.sql("UPDATE acct SET bal = 2 WHERE id = 9")
+    with pytest.raises(LockTimeoutError, match=rf"T{t2.id} waited 0.2 s for an X lock on acct key 1 "
+                                               rf"on node 0 and gave up \(held by T{t1.id}"):
+        t2.sql("UPDATE acct SET bal = 2 WHERE id = 1")
+    assert t2.state == "aborted" and all(m.held(t2.id) == [] for m in managers(pdb))
+    t1.commit()
+    assert rows(pdb) == duck(["UPDATE acct SET bal = 1 WHERE id = 1"])  # T2's id 9 undone
+
+
+# -- deadlocks ------------------------------------------------------------------------------------
+def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
+    t1, t2 = pdb.begin("stable", lock_timeout=WAIT), pdb.begin("stable", lock_timeout=WAIT)
+    detector = pdb._deadlocks.detector
+    gate = threading.Event()  # hold the scheduler's detector until both transactions wait
+    check = detector.check
+    detector.check = lambda: check() if gate.wait(WAIT) else None
+    s1 = ["UPDATE acct SET bal = bal - 50 WHERE id = 1", "UPDATE acct SET bal = bal + 50 WHERE id = 8"]
+    s2 = ["UPDATE acct SET bal = bal - 7 WHERE id = 8", "UPDATE acct SET bal = bal + 7 WHERE id = 1"]
+    t1.sql(s1[0])  # a row on node 0
+    t2.sql(s2[0])  # a row on node 1
+
+    def second(tx, statement):
+        def fn():
+            tx.sql(statement)
+            tx.commit()
+        return fn
+
+    node0, node1 = managers(pdb)
+    w1 = Worker(second(t1, s1[1]), "T1")
+    wait_until(lambda: waiting_txns(node1) == {t1.id}, "T1 waiting for T2's row on node 1")
+    w2 = Worker(second(t2, s2[1]), "T2")
+    wait_until(lambda: waiting_txns(node0) == {t2.id}, "T2 waiting for T1's row on node 0")
+    # each node alone sees one wait and no cycle; only the merged graph has one
+    assert find_cycle(node0.wait_for_graph()) is None and find_cycle(node1.wait_for_graph()) is None
+    assert node0.counters.deadlocks == node1.counters.deadlocks == 0
+    assert sorted(find_cycle(merge_graphs([node0.wait_for_graph(), node1.wait_for_graph()]))) \
+        == sorted([t1.id, t2.id])
+    gate.set()
+    w1.join()
+    w2.join()
+    assert w1.error is None
+    assert isinstance(w2.error, DeadlockError)  # T2 is the younger
+    message = str(w2.error)
+    assert message.startswith("global deadlock found by the scheduler: ")
+    for part in (f"T{t1.id} waits for T{t2.id}", f"T{t2.id} waits for T{t1.id}", "acct key 1",
+                 "acct key 8", "on node 0", "on node 1", f"T{t2.id}, the youngest"):
+        assert part in message, (part, message)
+    assert t1.state == "committed" and t2.state == "aborted" and detector.deadlocks == 1
+    assert all(m.held(t.id) == [] for m in managers(pdb) for t in (t1, t2))
+    assert rows(pdb) == duck(s1)  # T2 left nothing behind
+
+
+def test_a_local_deadlock_is_found_by_the_node_itself(pdb):
+    t1, t2 = pdb.begin("stable", lock_timeout=WAIT), pdb.begin("stable", lock_timeout=WAIT)
+    t1.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    t2.sql("UPDATE acct SET bal = 0 WHERE id = 2")  # both rows on node 0
+    w1 = Worker(lambda: t1.sql("UPDATE acct SET bal = 1 WHERE id = 2"), "T1")
+    wait_until(lambda: waiting_txns(managers(pdb)[0]) == {t1.id}, "T1 waiting on node 0")
+    with pytest.raises(DeadlockError, match=rf"^deadlock on node 0: .*T{t2.id}, the youngest"):
+        t2.sql("UPDATE acct SET bal = 1 WHERE id = 1")
+    w1.join()
+    assert w1.error is None and t2.state == "aborted"
+    t1.commit()
+    assert rows(pdb) == duck(["UPDATE acct SET bal = 0 WHERE id = 1",
+                              "UPDATE acct SET bal = 1 WHERE id = 2"])
+
+
+# -- errors ---------------------------------------------------------------------------------------
+def test_errors(pdb):
+    with pytest.raises(MinidbError, match="access must be one of browse, stable, repeatable"):
+        pdb.begin("serializable")
+    with pytest.raises(MinidbError, match="lock_timeout is a number of seconds above 0"):
+        pdb.begin(lock_timeout=0)
+    tx = pdb.begin()
+    tx.commit()
+    with pytest.raises(MinidbError, match=rf"transaction T{tx.id} is committed; begin a new one"):
+        tx.sql("SELECT * FROM acct")
+    with pytest.raises(MinidbError, match="is committed"):
+        tx.commit()
+    tx.abort()  # aborting a finished transaction does nothing
+    tx = pdb.begin()
+    with pytest.raises(MinidbError, match="run CREATE outside it"):
+        tx.sql("CREATE TABLE t2 AS SELECT * FROM acct")
+    with pytest.raises(MinidbError, match="may not change acct.id"):
+        tx.sql("UPDATE acct SET id = 5 WHERE id = 1")
+    tx.abort()
+    with pytest.raises(MinidbError, match=r"below the nodes' timeout"):
+        pdb.begin(lock_timeout=1e6)
+    pdb.backend.name = "ray"  # pretend: the Ray backend is refused before anything is locked
+    try:
+        with pytest.raises(MinidbError, match="need the inline backend"):
+            pdb.begin()
+    finally:
+        pdb.backend.name = "inline"
+    assert rows(pdb) == duck([])
+
+
+def test_in_a_data_directory_each_statement_and_undo_step_commits_on_every_node(tmp_path):
+    pdb = minidb.connect(nodes=2, data_dir=tmp_path / "d")
+    pdb.create_table("acct", accounts(), partition="range(id: 5)")
+    tx = pdb.begin("repeatable")
+    for s in WRITES:
+        tx.sql(s)
+    tx.abort()
+    with pdb.begin("stable") as tx:
+        tx.sql(WRITES[0])
+    pdb.close()
+    pdb = minidb.connect(nodes=2, data_dir=tmp_path / "d")
+    try:
+        assert rows(pdb) == duck(WRITES[:1])
+    finally:
+        pdb.close()
