@@ -55,7 +55,7 @@ from concurrent.futures import wait as wait_futures
 from minidb.cluster.machine import busy_factor, load_note, machine_load, phase_timeout
 from minidb.cluster.node import Node
 from minidb.errors import MinidbError
-from minidb.parallel.exchange import WINDOW
+from minidb.parallel.exchange import WINDOW, ProducerFailed
 
 #: seconds ``shutdown`` gives the nodes to close before their actors are killed
 CLOSE_WAIT_S = 5.0
@@ -105,12 +105,15 @@ class InlineBackend:
                 break
             _, still = wait_futures(pending, timeout=left, return_when=FIRST_EXCEPTION)
             pending = [f for f in pending if f in still]
-        failed = [f for _, _, f in futures if f.done() and f.exception() is not None]
-        if failed:
+        if any(f.done() and f.exception() is not None for _, _, f in futures):
             # let the other nodes' calls end first (within the same deadline): the next statement
             # must not meet a half-run phase, e.g. a scan still holding a page that DROP discards
             wait_futures(pending, timeout=max(0.0, began + allowed - time.monotonic()))
-            raise failed[0].exception()  # the first failure, in node order, as it is
+            failed = [f.exception() for _, _, f in futures
+                      if f.done() and f.exception() is not None]
+            # the first failure in node order, as it is; a consumer that only stopped because a
+            # producer failed (ProducerFailed) gives way to that producer's own error
+            raise next((e for e in failed if not isinstance(e, ProducerFailed)), failed[0])
         for i, method, f in futures:
             if f in pending:
                 raise MinidbError(f"node {i} did not finish {method} within {allowed:.1f} s "
@@ -394,6 +397,9 @@ class RayBackend:
                     other = self._failure(ref, calls[who[ref]], phase)
                     if other is not None and other.dead and not failed.dead:
                         failed = other
+                    elif (other is not None and isinstance(failed.error, ProducerFailed)
+                          and not isinstance(other.error, ProducerFailed)):
+                        failed = other  # the producer's own error, not its consumer's echo
                 raise failed.error
         return [ray.get(ref) for ref in refs]
 

@@ -24,6 +24,7 @@ decisions do). The coordinator keeps the cluster-wide catalog.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Any, Protocol
@@ -316,6 +317,18 @@ class Node:
     def _local(self, exchange_id: str, producer: int, item, packets: int) -> None:
         self.receive(exchange_id, producer, item, packets)
 
+    def _fail_exchange(self, exchange_id: str, consumers: list[int], error: Exception) -> None:
+        """This node's part of exchange ``exchange_id`` failed with ``error``: tell each
+        consumer at once, in place of the end of stream it waits for, so that it stops with the
+        same error instead of waiting out the phase's deadline (``ExchangeReceive`` raises on an
+        exception from a producer). Best effort: a consumer that cannot be told times out."""
+        note = MinidbError(f"node {self.node_id} failed: {error}")
+        for dest in sorted(set(consumers)):
+            with contextlib.suppress(Exception):
+                handle = self._send(dest, exchange_id, self.node_id, note, 0)
+                if handle is not None:
+                    self._wait(handle)
+
     # -- loading --------------------------------------------------------------------------------
     def create_fragment(self, name: str, schema: Schema, records: np.ndarray,
                         organization: str = "heap", key: str | None = None) -> int:
@@ -480,7 +493,12 @@ class Node:
                                    [] if to_host else sink.consumers,
                                    None if to_host else sink.partitioner, self._send, self._wait,
                                    self._local, self.packet_bytes, self._flush_bytes())
-                split.run()
+                try:
+                    split.run()
+                except Exception as e:
+                    if not to_host:
+                        self._fail_exchange(sink.exchange, sink.consumers, e)
+                    raise
                 self._count_split(split)
                 if to_host:
                     out = _concat(split.host_batches, root.schema)
@@ -574,7 +592,7 @@ class Node:
         # SQL's disc process updates the rows of the blocks it reads. Any other access path
         # (an index, a file whose tuples move when their key changes) finds every match first,
         # so that a changed tuple cannot be met again further on (the Halloween problem).
-        in_place = (t.organization == "heap" and t.key is None
+        in_place = (not moves and t.organization == "heap" and t.key is None
                     and {op.kind for op in tree.walk()} & SCAN_KINDS == {"heap_scan"})
         if in_place:
             for op in tree.walk():
@@ -597,6 +615,10 @@ class Node:
                     leaving.append(records[~stay])
                 changed += len(records)
                 kept += int(stay.sum())
+        except Exception as e:
+            if moves:  # the nodes waiting for the tuples that move must not wait in vain
+                self._fail_exchange(exchange_id, consumers, e)
+            raise
         finally:
             source.close()
         self._count_tree(source)
@@ -614,6 +636,20 @@ class Node:
             split.run()
             self._count_split(split)
         return changed
+
+    def update_check(self, table: str, filters: list, assignments: dict,
+                     fragments: PredicateFragments, hint=None) -> int:
+        """What ``update`` would change here, checked and not done: raise
+        ``FragmentCoverageError`` if a changed tuple lies in no fragment of ``fragments`` or in
+        several (Distributed INGRES §2). Returns how many tuples the update would change."""
+        t = self.db.catalog.get(table)
+        found_by = plan.Fragment("update check", plan.Scan(table, filters, with_rids=True),
+                                 hint=hint)
+        scan = Materialize(build_tree(self.db, found_by, None))
+        _, records = new_records(t, scan.collect(), assignments)
+        self._count_tree(scan)
+        fragments.check_coverage(records, f"a tuple on node {self.node_id} after the update")
+        return len(records)
 
     def rehome(self, table: str, partitioner, consumers: list[int], exchange_id: str) -> int:
         """Send away the tuples of this fragment that ``partitioner`` now routes to another node

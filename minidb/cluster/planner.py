@@ -1134,6 +1134,17 @@ class ParallelPlanner:
         # only the nodes that can hold a matching tuple (one node for the partitioning key =
         # a constant, as a SELECT); a moved tuple may go to any node
         targets = self._targets(st.ref)
+        if moves and isinstance(p, PredicateFragments):
+            # predicates may leave a gap (or overlap): find a changed tuple that no fragment (or
+            # two) would take before any node changes anything, as DISTRIBUTE does, so that a
+            # refused UPDATE leaves every node as it was (without a data directory nothing could
+            # undo the nodes that had finished)
+            self.scheduler.phase(
+                "check the new fragments",
+                [(n, "update_check", (table.name, st.ref.filters, dict(st.assignments), p,
+                                      self.hints)) for n in targets],
+                texts=[f"nodes {targets} check that every tuple the update changes lies in "
+                       f"exactly one fragment of {p.describe()} (nothing changes yet)"])
         calls = [(n, "update", (table.name, st.ref.filters, dict(st.assignments), p,
                                 disk if moves else None, x, self.hints)) for n in targets]
         if moves:

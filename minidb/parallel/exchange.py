@@ -80,6 +80,11 @@ def packets_for(tuples: int, itemsize: int, packet_bytes: int) -> int:
     return -(-tuples // per_packet)
 
 
+class ProducerFailed(MinidbError):
+    """A consumer stopped because one of its producers failed and sent its error in place of
+    its end of stream; the producer's own error is the one to report."""
+
+
 class Inbox:
     """The exchange mailboxes of one node: one bounded queue per exchange id (thread-safe)."""
 
@@ -272,8 +277,8 @@ class ExchangeReceive(Operator):
                     f"exchange {self.exchange_id}: no end of stream from node(s) {missing} "
                     f"within {self.timeout:g} s"
                 ) from None
-            if isinstance(item, Exception):  # a producer failed (shared-memory exchange)
-                raise MinidbError(f"exchange {self.exchange_id}: {item}") from item
+            if isinstance(item, Exception):  # a producer failed and said so
+                raise ProducerFailed(f"exchange {self.exchange_id}: {item}") from item
             batch = item
             if isinstance(item, tuple):  # end of stream (see end_of_stream), maybe with tuples
                 self._expected[producer], batch = item[1], item[3]
