@@ -157,7 +157,7 @@ def test_parameter_widgets_start_at_the_quick_settings():
     assert page["nodes"].widget == "number" and 32768 in page["page_sizes"].options
     assert explorer.format_option("page_sizes", 8192) == "8 KB"
     tandem = {s.name: s for s in explorer.parameter_specs(get_experiment("tandem.speedup"))}
-    assert tandem["similar"].widget == "checkbox" and tandem["scale"].default == 0.01
+    assert tandem["similar"].widget == "checkbox" and tandem["scale"].default == 0.1
     assert not explorer.takes_partitioner(get_experiment("tandem.speedup"))
 
 
