@@ -1151,7 +1151,7 @@ class ParallelPlanner:
             hold = Fragment(x, Receive(x, targets, table.schema), sink=Hold(x))
             calls = [(n, "run", (hold,)) for n in disk] + calls
         out = self.scheduler.phase("update", calls, texts=[f"update {table.name} on nodes {targets}"]
-                         + ([f"tuples whose {p.describe()} changes move to their new node"] if moves else []))
+                         + ([f"tuples whose node under {p.describe()} changes move to it"] if moves else []))
         if moves:
             self.scheduler.phase("insert moved tuples", [(n, "insert_held", (x, table.name)) for n in disk])
         return int(sum(out[-len(targets):]))
