@@ -402,7 +402,7 @@ def per_node(db) -> list[int]:
 
 def fragment(db, node: int) -> list[tuple]:
     """The tuples of emp that ``node`` stores (read from that node alone), sorted."""
-    schema = db.host.catalog.get("emp").schema
+    schema = db.catalog.get("emp").schema
     table = schema.arrow_from_records(db.fragments("emp")[node])
     return sorted(tuple(row.values()) for row in table.to_pylist())
 
