@@ -32,7 +32,7 @@ SMALL_EXTRA = {"volcano.clusters": {"cluster_kb": [4, 32]},
 
 @pytest.fixture(scope="module")
 def small_store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A results store with one small run of each of the seven steps."""
+    """A results store with one small run of each of the eight steps."""
     path = tmp_path_factory.mktemp("volcano") / "results.duckdb"
     store = ResultsStore(path)
     for step in explorer.VOLCANO_STEPS:
@@ -59,15 +59,16 @@ def row(experiment: str, variant: str, column: str, metric: str, value: float,
 
 def test_the_steps_follow_the_paper_and_name_their_experiments():
     numbers = [s.number for s in explorer.VOLCANO_STEPS]
-    assert numbers == list(range(1, 8))
+    assert numbers == list(range(1, 9))
     experiments = [s.experiment for s in explorer.VOLCANO_STEPS]
-    assert experiments == ["volcano.initial", "volcano.clusters", "volcano.buffer_size",
-                           "volcano.pools_simple", "volcano.unfix", "volcano.pools",
-                           "volcano.final"]  # §4.1, §4.3, §5.1 (pools), §5.2 (unfix), §5.3, §6.3
+    assert experiments == ["volcano.initial", "volcano.clusters", "volcano.alignment",
+                           "volcano.buffer_size", "volcano.pools_simple", "volcano.unfix",
+                           "volcano.pools", "volcano.final"]
+    # §4.1, §4.2, §4.3, §5.1 (pools), §5.2 (unfix), §5.3, §6.3
     assert explorer.volcano_step("grouped unfix").kept == "macro_1"
-    assert explorer.volcano_step("volcano.final").number == 7
-    with pytest.raises(explorer.MinidbError, match="no Volcano tuning step 8"):
-        explorer.volcano_step(8)
+    assert explorer.volcano_step("volcano.final").number == 8
+    with pytest.raises(explorer.MinidbError, match="no Volcano tuning step 9"):
+        explorer.volcano_step(9)
 
 
 @pytest.mark.parametrize(("column", "disks"), [
@@ -83,28 +84,28 @@ def test_disk_counts_are_read_from_both_column_shapes(column, disks):
 
 def test_a_small_run_gives_a_line_per_step_variant_and_disk_count(small_frame):
     frame = small_frame
-    assert sorted(frame["step"].unique()) == list(range(1, 8))
+    assert sorted(frame["step"].unique()) == list(range(1, 9))
     assert set(frame["disks"]) == {2, 4}
     assert set(frame["scale"]) == {0.05}
     assert not frame.duplicated(["step", "variant", "disks"]).any()
     assert "sort_final" not in set(frame["variant"])  # a summary row, repeats align_4_bytes
     # the kept variant of every step, at both disk counts
     kept = frame[frame["kept"]]
-    assert kept.groupby("step")["disks"].nunique().tolist() == [2] * 7
+    assert kept.groupby("step")["disks"].nunique().tolist() == [2] * 8
     assert set(kept["variant"]) == {s.kept for s in explorer.VOLCANO_STEPS}
     # every line has a time and the counters behind it; shares are percents
     assert frame["elapsed (s)"].gt(0).all()
     assert frame["unfix calls"].gt(0).all() and frame["cluster calls"].gt(0).all()
     assert frame["lock hold share (%)"].between(0, 100).all()
     # the paper's numbers are shown at any scale, the ratio only at the paper's
-    assert frame.loc[frame["step"] == 5, "paper (s)"].isna().all()  # 2 and 4 disks: not in II
+    assert frame.loc[frame["step"] == 6, "paper (s)"].isna().all()  # 2 and 4 disks: not in II
     assert frame["elapsed / paper"].isna().all()
     initial = frame[(frame["step"] == 1) & (frame["disks"] == 2)].iloc[0]
     assert initial["paper (s)"] == 1346.0 and initial["paper source"] == "Figure 1 (text)"
 
 
 def test_grouped_unfixing_cuts_calls_and_lock_waits(small_frame):
-    unfix = small_frame[(small_frame["step"] == 5) & (small_frame["disks"] == 4)].set_index(
+    unfix = small_frame[(small_frame["step"] == 6) & (small_frame["disks"] == 4)].set_index(
         "variant")
     assert list(unfix.index) == ["simple", "procedure_1", "macro_1", "macro_4", "macro_16"]
     simple, macro = unfix.loc["simple"], unfix.loc["macro_1"]
@@ -122,31 +123,31 @@ def test_a_step_table_keeps_the_papers_columns_only_where_it_prints_numbers(smal
             "lock wait share (%)", "merge levels"} <= set(clusters.columns)
     assert "step" not in clusters and "run" not in clusters
     # at 2 and 4 disks Table V prints times, Table II does not
-    assert "paper (s)" in explorer.volcano_step_table(small_frame, 7)
-    assert "paper (s)" not in explorer.volcano_step_table(small_frame, 5)
+    assert "paper (s)" in explorer.volcano_step_table(small_frame, 8)
+    assert "paper (s)" not in explorer.volcano_step_table(small_frame, 6)
 
 
 def test_the_sequence_at_one_disk_count(small_frame):
     options, start = explorer.volcano_progress_disks(small_frame)
     assert options == [2, 4] and start == 4  # every step has both: the larger one
     progress = explorer.volcano_progress_frame(small_frame, 4)
-    assert progress["step"].tolist() == list(range(1, 8))
-    assert progress["label"].iloc[4] == "5 grouped unfix"
+    assert progress["step"].tolist() == list(range(1, 9))
+    assert progress["label"].iloc[5] == "6 grouped unfix"
     assert progress["elapsed (s)"].notna().all()
     assert (progress["best elapsed (s)"] <= progress["elapsed (s)"] + 1e-9).all()
     # Figure 5: more pools were faster, but the paper kept one
-    pools = progress.iloc[3]
+    pools = progress.iloc[4]
     assert pools["kept variant"] == "pools_1" and pools["best variant"] != "pools_1"
     # the tuned sort beats the initial one, and grouped unfixing is the big step
     assert progress["elapsed (s)"].iloc[-1] < progress["elapsed (s)"].iloc[0]
-    assert progress["unfix calls"].iloc[4] * 100 < progress["unfix calls"].iloc[3]
+    assert progress["unfix calls"].iloc[5] * 100 < progress["unfix calls"].iloc[4]
     # a disk count no step measured gives empty numbers, not an error
     assert explorer.volcano_progress_frame(small_frame, 16)["elapsed (s)"].isna().all()
 
 
 def test_a_steps_headline_numbers_compare_with_the_step_before(small_frame):
     summary = {label: (value, before) for label, value, before in
-               explorer.volcano_step_summary(small_frame, 5, 4)}
+               explorer.volcano_step_summary(small_frame, 6, 4)}
     assert list(summary) == ["elapsed", "unfix calls", "lock hold", "lock wait"]
     value, before = summary["unfix calls"]
     assert before is not None and value * 100 < before
@@ -184,7 +185,7 @@ def test_table_ii_columns_meet_the_papers_times_and_lock_totals():
     assert len(frame) == 1
     line = frame.iloc[0]
     assert (line["step"], line["variant"], line["disks"], bool(line["kept"])) == (
-        5, "simple", 8, False)
+        6, "simple", 8, False)
     assert line["elapsed (s)"] == 250.0  # the modeled clock, not the wall clock
     assert line["paper (s)"] == 258.31 and line["paper source"] == "Table II"
     assert line["elapsed / paper"] == pytest.approx(250.0 / 258.31)
@@ -200,8 +201,8 @@ def test_figure_5_pools_do_not_take_table_iii_numbers():
     rows = [row("volcano.pools_simple", "pools_1", "disks_8", "elapsed", 180.0),
             row("volcano.pools", "pools_1", "disks_8_time", "elapsed", 160.0)]
     frame = explorer.volcano_steps_frame(rows).set_index("step")
-    assert pd.isna(frame.loc[4, "paper (s)"])
-    assert frame.loc[6, "paper (s)"] == 166.1
+    assert pd.isna(frame.loc[5, "paper (s)"])
+    assert frame.loc[7, "paper (s)"] == 166.1
 
 
 def test_summaries_curves_and_other_experiments_are_left_out():
@@ -212,7 +213,7 @@ def test_summaries_curves_and_other_experiments_are_left_out():
             row("volcano.initial", "sort_initial", "disks_2_to_8", "parallel_efficiency", 90.0),
             row("gamma.selection_speedup", "select_1pct", "nodes_2", "elapsed", 1.0)]
     frame = explorer.volcano_steps_frame(rows)
-    assert frame[["step", "variant", "disks"]].values.tolist() == [[7, "align_4_bytes", 16]]
+    assert frame[["step", "variant", "disks"]].values.tolist() == [[8, "align_4_bytes", 16]]
     assert frame["paper (s)"].tolist() == [83.66] and frame["kept"].tolist() == [True]
     assert explorer.volcano_steps_frame([]).empty
 
@@ -221,22 +222,23 @@ def test_the_step_before_counts_only_at_the_same_scale():
     rows = [row("volcano.buffer_size", "sort12_io3_work15_mb", "disks_8", "elapsed", 190.0),
             row("volcano.pools_simple", "pools_1", "disks_8", "elapsed", 19.0, scale=0.1)]
     frame = explorer.volcano_steps_frame(rows)
-    assert explorer.volcano_step_summary(frame, 4, 8) == [("elapsed", 19.0, None)]
-    assert explorer.volcano_scales(frame) == {3: 1.0, 4: 0.1}
+    assert explorer.volcano_step_summary(frame, 5, 8) == [("elapsed", 19.0, None)]
+    assert explorer.volcano_scales(frame) == {4: 1.0, 5: 0.1}
     # one disk count only: bars per variant, and no 'before' line from another scale
-    spec = explorer.volcano_step_chart(frame, 4).to_dict()
+    spec = explorer.volcano_step_chart(frame, 5).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar"]
     same = explorer.volcano_steps_frame(rows[:1] + [
         row("volcano.pools_simple", "pools_1", "disks_8", "elapsed", 188.0)])
-    assert explorer.volcano_step_summary(same, 4, 8) == [("elapsed", 188.0, 190.0)]
-    spec = explorer.volcano_step_chart(same, 4).to_dict()
+    assert explorer.volcano_step_summary(same, 5, 8) == [("elapsed", 188.0, 190.0)]
+    spec = explorer.volcano_step_chart(same, 5).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["bar", "rule"]
 
 
 def test_the_paper_in_words_and_the_hint():
     first = "\n".join(explorer.volcano_step_notes(1))
     assert "150-180 s" in first and "3,000,000" in first  # Figure 4's lock, §5's unfix calls
-    assert "3.6 times" in "\n".join(explorer.volcano_step_notes(7))
+    assert "3.6 times" in "\n".join(explorer.volcano_step_notes(8))
+    assert "appreciable" in "\n".join(explorer.volcano_step_notes(3))  # Figure 3: words only
     hint = explorer.volcano_hint("/tmp/x.duckdb")
     assert "MINIDB_RESULTS=/tmp/x.duckdb minidb reproduce volcano --quick" in hint
 
@@ -294,9 +296,9 @@ def test_page_steps_through_the_tuning_sequence(volcano_store):
     assert labels == ["elapsed, 4 disks", "unfix calls, 4 disks", "lock hold, 4 disks",
                       "lock wait, 4 disks"]
 
-    at.select_slider(key="volcano_step").set_value(5).run()
+    at.select_slider(key="volcano_step").set_value(6).run()
     assert not at.exception, at.exception
-    assert at.header[0].value == "5. Grouped unfixing"
+    assert at.header[0].value == "6. Grouped unfixing"
     table = at.dataframe[0].value
     assert set(table["variant"]) == {"simple", "procedure_1", "macro_1", "macro_4", "macro_16"}
     calls = {m.label: m for m in at.metric}["unfix calls, 4 disks"]
@@ -305,7 +307,7 @@ def test_page_steps_through_the_tuning_sequence(volcano_store):
 
     at.selectbox(key="volcano_disks").set_value(2).run()
     assert [m.label for m in at.metric][0] == "elapsed, 2 disks"
-    at.select_slider(key="volcano_step").set_value(7).run()
+    at.select_slider(key="volcano_step").set_value(8).run()
     assert not at.exception, at.exception
     assert "paper (s)" in at.dataframe[0].value  # Table V prints 2-disk times
 
@@ -321,7 +323,7 @@ def test_page_runs_the_small_sequence_into_an_empty_store(tmp_path, monkeypatch)
     at = open_page(timeout=120)
     at.button(key="volcano_small").click().run()
     assert not at.exception, at.exception
-    assert "Stored 7 runs" in at.success[0].value
+    assert "Stored 8 runs" in at.success[0].value
     runs = ResultsStore(path).runs(paper="volcano", status="ok")
     assert sorted(r["experiment"] for r in runs) == sorted(
         s.experiment for s in explorer.VOLCANO_STEPS)
