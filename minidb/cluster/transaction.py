@@ -68,13 +68,13 @@ import numpy as np
 from sqlglot import exp
 
 from minidb.cluster.machine import phase_timeout
-from minidb.errors import LockError, MinidbError
+from minidb.errors import MinidbError
 from minidb.parallel.partitioners import Hash, Partitioner, PredicateFragments, Range
 from minidb.sql.hints import split_hint_comment
-from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
+from minidb.sql.translate import InsertStatement, UpdateStatement, translate
 from minidb.txn.deadlock import GlobalDeadlockDetector
-from minidb.txn.locks import DEFAULT_LOCK_TIMEOUT, S, X, new_txn_id
-from minidb.txn.transaction import MAX_ROUNDS, _python, _Undo, check_begin, key_bounds
+from minidb.txn.locks import DEFAULT_LOCK_TIMEOUT, S, X
+from minidb.txn.transaction import MAX_ROUNDS, TransactionBase, _python, _Undo, key_bounds
 
 if TYPE_CHECKING:
     from minidb.cluster.coordinator import ParallelDatabase, ParallelResult
@@ -122,12 +122,14 @@ def _in_lists(key: str, keys: list) -> list[str]:
             for i in range(0, len(keys), IN_LIST)]
 
 
-class ParallelTransaction:
+class ParallelTransaction(TransactionBase):
     """A transaction of one thread on a shared ``ParallelDatabase`` (see the module docstring)."""
+
+    begun_with = "pdb.begin()"
 
     def __init__(self, pdb: ParallelDatabase, access: str = "stable",
                  lock_timeout: float | None = None):
-        check_begin(access, lock_timeout)
+        super().__init__(access, lock_timeout)
         if pdb.backend.name != "inline":
             raise MinidbError("transactions on the parallel engine need the inline backend: with "
                               "Ray a lock wait would block a node actor's thread and the "
@@ -143,37 +145,14 @@ class ParallelTransaction:
                 managers = [pdb.backend.nodes[n].locks for n in pdb.disk]
                 pdb._deadlocks = SchedulerDeadlocks(managers, pdb.deadlock_interval)
         self.pdb = pdb
-        self.access = access.lower()
-        self.lock_timeout = lock_timeout
-        self.id = new_txn_id()
-        self.state = "active"
-        self.statements = 0
-        self._undo: list[_Undo] = []
 
     # -- statements ---------------------------------------------------------------------------
     def sql(self, text: str) -> ParallelResult:
         """Run one statement in this transaction, taking the locks its access mode asks for on
         the nodes. A ``DeadlockError`` (local or global) or ``LockTimeoutError`` aborts the
         transaction before it is raised."""
-        self._check_active()
         self.pdb._check_open()
-        tree = parse(text)
-        if isinstance(tree, exp.Select | exp.Union):
-            run = self._read
-        elif isinstance(tree, exp.Insert):
-            run = self._insert
-        elif isinstance(tree, exp.Update | exp.Delete):
-            run = self._change
-        else:
-            raise MinidbError(f"a transaction runs SELECT, INSERT ... VALUES, UPDATE and DELETE; "
-                              f"run {tree.key.upper()} outside it with pdb.sql()")
-        try:
-            result = run(tree, text)
-        except LockError:
-            self.abort()
-            raise
-        self.statements += 1
-        return result
+        return super().sql(text)
 
     def _read(self, tree: exp.Expression, text: str) -> ParallelResult:
         pdb = self.pdb
@@ -364,23 +343,3 @@ class ParallelTransaction:
         if not self.pdb._closed:
             self.pdb.backend.call_all("txn_release_all", {n: (self.id,) for n in self.pdb.disk},
                                       "release locks")
-
-    def _check_active(self) -> None:
-        if self.state != "active":
-            raise MinidbError(f"transaction T{self.id} is {self.state}; begin a new one with "
-                              "pdb.begin()")
-
-    def __enter__(self) -> ParallelTransaction:
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        if self.state != "active":
-            return
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-    def __repr__(self) -> str:
-        return (f"ParallelTransaction(T{self.id}, {self.access}, {self.state}, "
-                f"{self.statements} statements)")

@@ -191,13 +191,16 @@ class _Undo:
     before: np.ndarray  # the rows with those keys before the write
 
 
-class Transaction:
-    """A transaction of one thread on a shared ``Database`` (see the module docstring)."""
+class TransactionBase:
+    """What every transaction shares, on one node or on the parallel engine: the statement kinds
+    it runs (each subclass says how a read, an insert and a change take their locks), the
+    life cycle active -> committed or aborted, and ``with ... as tx`` (commit at the end, abort
+    on an exception). ``begun_with`` names the call that starts one, for the messages."""
 
-    def __init__(self, db: Database, access: str = "stable", lock_timeout: float | None = None):
+    begun_with = "db.begin()"
+
+    def __init__(self, access: str, lock_timeout: float | None):
         check_begin(access, lock_timeout)
-        self.db = db
-        self.locks = db.locks
         self.access = access.lower()
         self.lock_timeout = lock_timeout
         self.id = new_txn_id()
@@ -205,8 +208,7 @@ class Transaction:
         self.statements = 0
         self._undo: list[_Undo] = []
 
-    # -- statements ---------------------------------------------------------------------------
-    def sql(self, text: str) -> Result:
+    def sql(self, text: str):
         """Run one statement in this transaction, taking the locks its access mode asks for.
         A ``DeadlockError`` or ``LockTimeoutError`` aborts the transaction before it is raised."""
         self._check_active()
@@ -219,7 +221,8 @@ class Transaction:
             run = self._change
         else:
             raise MinidbError(f"a transaction runs SELECT, INSERT ... VALUES, UPDATE and DELETE; "
-                              f"run {tree.key.upper()} outside it with db.sql()")
+                              f"run {tree.key.upper()} outside it with "
+                              f"{self.begun_with.replace('.begin()', '.sql()')}")
         try:
             result = run(tree, text)
         except LockError:
@@ -228,6 +231,51 @@ class Transaction:
         self.statements += 1
         return result
 
+    def _read(self, tree: exp.Expression, text: str):
+        raise NotImplementedError
+
+    def _insert(self, tree: exp.Expression, text: str):
+        raise NotImplementedError
+
+    def _change(self, tree: exp.Expression, text: str):
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def _check_active(self) -> None:
+        if self.state != "active":
+            raise MinidbError(f"transaction T{self.id} is {self.state}; begin a new one with "
+                              f"{self.begun_with}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if self.state != "active":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(T{self.id}, {self.access}, {self.state}, "
+                f"{self.statements} statements)")
+
+
+class Transaction(TransactionBase):
+    """A transaction of one thread on a shared ``Database`` (see the module docstring)."""
+
+    def __init__(self, db: Database, access: str = "stable", lock_timeout: float | None = None):
+        super().__init__(access, lock_timeout)
+        self.db = db
+        self.locks = db.locks
+
+    # -- statements ---------------------------------------------------------------------------
     def _read(self, tree: exp.Expression, text: str) -> Result:
         db = self.db
         if self.access == "browse":
@@ -366,21 +414,3 @@ class Transaction:
             self.state = "aborted"
             self.locks.release_all(self.id)
 
-    def _check_active(self) -> None:
-        if self.state != "active":
-            raise MinidbError(f"transaction T{self.id} is {self.state}; begin a new one with "
-                              "db.begin()")
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        if self.state != "active":
-            return
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-    def __repr__(self) -> str:
-        return f"Transaction(T{self.id}, {self.access}, {self.state}, {self.statements} statements)"
