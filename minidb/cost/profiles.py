@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from minidb.plugins import lookup, register
@@ -1032,27 +1033,39 @@ _SEQ_SPIN_CALIBRATION_SETUP = {"processes": 16, "cluster_bytes": 32 * KB, "align
 _SEQ_SPIN_TRANSFERS = 14.17
 
 
+def _volcano_cell(cell: tuple[str, str, str, str]) -> float:
+    """The published value of one cell (paper, reference, row, column) of the Volcano paper."""
+    from minidb.results.reference import load_reference
+
+    return {(c["paper"], c["reference"], c["row"], c["column"]): c["value"]
+            for c in load_reference("volcano").to_pylist()}[cell]
+
+
+def _bisect_for(target: float, high: float, modeled: Callable[[float], float]) -> float:
+    """The constant in [0, ``high``] at which ``modeled(constant)``, which grows with it, equals
+    ``target`` (60 halvings)."""
+    low = 0.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if modeled(mid) < target:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
 def volcano_spin_calibration(records: int = 1_000_000) -> float:
     """Recompute the Sequent's ``spin_transfers`` by the rule above: sort the Table II setup
     (simple unfix, 16 disks, one pool), and bisect for the transfers per spinning process at
     which the model's total lock wait equals the published 2,062 s."""
     from minidb.cost.volcano_model import price
-    from minidb.results.reference import load_reference
     from minidb.volcano.psort import SortSetup, parallel_sort
     from minidb.volcano.records import sort_records
 
     run = parallel_sort(sort_records(records), SortSetup(**_SEQ_SPIN_CALIBRATION_SETUP))
-    published = {(c["paper"], c["reference"], c["row"], c["column"]): c["value"]
-                 for c in load_reference("volcano").to_pylist()}[_SEQ_SPIN_CELL]
     profile = get_profile("sequent")
-    low, high = 0.0, 1000.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        if price(run, profile.replace(spin_transfers=mid)).lock_wait_s < published:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+    return _bisect_for(_volcano_cell(_SEQ_SPIN_CELL), 1000.0,
+                       lambda x: price(run, profile.replace(spin_transfers=x)).lock_wait_s)
 
 
 # A fourth calibrated constant is the CPU cost of passing a record up one iterator,
@@ -1078,20 +1091,11 @@ def volcano_next_call_calibration() -> float:
     2 disks and 4-byte alignment, bisected for the published 623.42 s."""
     from minidb.cost.volcano_model import price
     from minidb.experiments.volcano import FINAL, counted_sort
-    from minidb.results.reference import load_reference
 
     run = counted_sort(2, **{**FINAL, "alignment": 4})
-    published = {(c["paper"], c["reference"], c["row"], c["column"]): c["value"]
-                 for c in load_reference("volcano").to_pylist()}[_SEQ_NEXT_CALL_CELL]
     profile = get_profile("sequent").replace(spin_transfers=0.0)
-    low, high = 0.0, 100_000.0
-    for _ in range(60):
-        mid = (low + high) / 2
-        if price(run, profile.replace(instr_next_call=mid)).elapsed_s < published:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+    return _bisect_for(_volcano_cell(_SEQ_NEXT_CALL_CELL), 100_000.0,
+                       lambda x: price(run, profile.replace(instr_next_call=x)).elapsed_s)
 
 
 register_profile(
