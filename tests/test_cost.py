@@ -231,15 +231,36 @@ def test_overlap_one_is_the_max_and_zero_is_the_sum():
     w.bytes_sent_remote = 40 * 2048
     w.packets_received = 40
     w.operators_started = 0
-    full = modeled_time([{0: w}], "gamma", PAGE, overlap=1.0).phases[0].nodes[0]
-    none = modeled_time([{0: w}], "gamma", PAGE, overlap=0.0).phases[0].nodes[0]
-    half = modeled_time([{0: w}], "gamma", PAGE, overlap=0.5).phases[0].nodes[0]
+    own_interface = get_profile("gamma").replace(net_cpu_share=0.0)
+    full = modeled_time([{0: w}], own_interface, PAGE, overlap=1.0).phases[0].nodes[0]
+    none = modeled_time([{0: w}], own_interface, PAGE, overlap=0.0).phases[0].nodes[0]
+    half = modeled_time([{0: w}], own_interface, PAGE, overlap=0.5).phases[0].nodes[0]
     parts = (full.cpu_s, full.disk_s, full.net_s)
     assert all(x > 0 for x in parts)
     assert full.total_s == pytest.approx(max(parts))
     assert none.total_s == pytest.approx(sum(parts))
     assert full.total_s < half.total_s < none.total_s
     assert DEFAULT_OVERLAP == 1.0
+
+
+def test_a_cpu_that_moves_its_packets_pays_the_interface_time():
+    """Gamma's VAX carries each packet over its Unibus (net_cpu_share = 1, Gamma §5.2.1, §9):
+    the interface's time is added to the CPU's instead of overlapping it, and counted once."""
+    w = scan_node(200)
+    w.packets_sent_remote = 40
+    w.bytes_sent_remote = 40 * 2048
+    gamma = get_profile("gamma")
+    assert gamma.net_cpu_share == 1.0
+    alone = modeled_time([{0: w}], gamma.replace(net_cpu_share=0.0), PAGE).phases[0].nodes[0]
+    on_cpu = modeled_time([{0: w}], gamma, PAGE).phases[0].nodes[0]
+    assert alone.net_s > 0 and on_cpu.net_s == pytest.approx(alone.net_s)
+    assert on_cpu.cpu_s == pytest.approx(alone.cpu_s + alone.net_s)
+    assert on_cpu.busy_s == pytest.approx(max(on_cpu.cpu_s, on_cpu.disk_s))
+    assert on_cpu.total_s > alone.total_s
+    none = modeled_time([{0: w}], gamma, PAGE, overlap=0.0).phases[0].nodes[0]
+    assert none.busy_s == pytest.approx(alone.cpu_s + alone.disk_s + alone.net_s)
+    with pytest.raises(ValueError, match="net_cpu_share"):
+        gamma.replace(net_cpu_share=1.5)
 
 
 def test_overlap_out_of_range_is_refused():

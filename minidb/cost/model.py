@@ -60,6 +60,11 @@ involves no fitting. Lower it to see how sensitive a result is to that assumptio
 Short-circuited packets (sent to an operator on the same node) cost only the memory copy, on the
 CPU; they use neither the network interface nor the protocol code.
 
+On a machine whose processor moves each packet to the network interface itself
+(``net_cpu_share`` > 0: Gamma's VAX on its Unibus), that share of ``net_s`` is added to
+``cpu_s``: sending and computing add up instead of overlapping (``net_s`` still shows the
+interface's whole time, and the sum under ``overlap`` < 1 counts it once).
+
 Operator startup is charged to each node by default (``startup="per_node"``: every node starts
 its own operators, in parallel with the other nodes). ``startup="serial"`` models one scheduler
 that starts the operators of the phase one node after another (Gamma's scheduler sends four
@@ -359,9 +364,13 @@ def node_time(
     # applying a deferred-update file is one more operator on the node
     operators = work.operators_started + (1 if deferred_ios else 0)
     startup_s = operators * p.operator_startup_ms / 1e3
+    # a processor that moves its packets to the interface itself cannot compute meanwhile:
+    # that share of the interface's time is CPU time too (net_s still shows all of it)
+    cpu_s += net_s * p.net_cpu_share
     parts = {"cpu": cpu_s, "disk": disk_s, "net": net_s}
     biggest = max(parts.values())
-    busy_s = biggest + (1.0 - overlap) * (sum(parts.values()) - biggest)
+    total = cpu_s + disk_s + net_s * (1.0 - p.net_cpu_share)  # each second counted once
+    busy_s = biggest + (1.0 - overlap) * (total - biggest)
     total_s = busy_s + (startup_s if charge_startup else 0.0)
 
     if biggest == 0.0 and startup_s == 0.0:

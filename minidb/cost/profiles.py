@@ -109,6 +109,9 @@ UNITS: dict[str, str] = {
     "hash_entry_bytes": "bytes a join's main-memory hash table spends on each entry beyond the "
                         "tuple (bucket pointer, chain link, hash value): a page of the table "
                         "holds fewer tuples than a heap page",
+    "net_cpu_share": "share of the network interface's time (bytes to the interface, per-packet "
+                     "latency) during which the sending node's CPU can do nothing else "
+                     "(0: the interface works on its own, 1: the CPU moves every byte)",
 }
 
 #: sources of the mechanisms that only some machines have; a profile that does not set one
@@ -139,6 +142,7 @@ MECHANISM_DEFAULTS: dict[str, str] = {
     "instr_os_update": "not modeled: 0, system calls are not priced on this machine",
     "hash_entry_bytes": "not modeled: 0, a join's hash table holds as many tuples a page as a "
                         "heap page",
+    "net_cpu_share": "not modeled: 0, the network interface moves packets while the CPU works",
 }
 
 NUMERIC_FIELDS: tuple[str, ...] = tuple(UNITS)
@@ -262,6 +266,10 @@ class HardwareProfile:
     (``minidb.exec.join.base.JoinAlgorithm.capacity``). Unlike the other constants it changes
     what the joins *do* (when they overflow), not only what their work costs; the parallel
     database hands it to every node (``ExecContext.hash_entry_bytes``)."""
+    net_cpu_share: float = 0.0
+    """Share of the network interface's time that the sending node's CPU spends on it (0..1):
+    1 when the processor itself moves each packet to the interface, so sending and computing
+    add up instead of overlapping (Gamma's VAX 11/750 on its Unibus, Gamma paper §5.2.1, §9)."""
 
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     """Provenance of every numeric field (field name -> where it came from)."""
@@ -291,6 +299,9 @@ class HardwareProfile:
         for f in ("mips", "disk_transfer_mb_s", "net_mbit_s", "packet_bytes"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"profile {self.name!r}: {f} must be > 0")
+        if self.net_cpu_share > 1:
+            raise ValueError(f"profile {self.name!r}: net_cpu_share is a share of the interface's "
+                             f"time, between 0 and 1, not {self.net_cpu_share}")
 
     # Derived quantities, used by the model and by the tests.
 
@@ -511,7 +522,16 @@ register_profile(
             memory_bytes=2 * MB,
             deferred_update_ios=4,
             hash_entry_bytes=gamma_hash_entry_bytes(),
+            net_cpu_share=1.0,
             sources={
+                "net_cpu_share": (
+                    "estimate: Gamma paper §5.2.1 says the path from memory to the network, the "
+                    "4 Mbit/s Unibus of the VAX 11/750, becomes the bottleneck as fewer result "
+                    "tuples are short-circuited, and §9 announces a co-processor board that will "
+                    "move packets from memory onto the ring to remove it; the model reads this as "
+                    "the VAX itself carrying each packet over the Unibus: 1, the sender's "
+                    "interface time is CPU time (the paper gives no share)"
+                ),
                 "hash_entry_bytes": (
                     "calibrated: Gamma paper §6.1, 'six partition overflow resolutions on each of "
                     "the diskless processors' for the million-tuple joins (reference cell gamma "

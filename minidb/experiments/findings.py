@@ -494,20 +494,35 @@ def _join_modes(rows):
     return ok, "; ".join(parts)
 
 
+def _doubling_bar() -> float:
+    """The one speedup §6.2.1 prints for Figures 12-13, Local on a non-key attribute from 4 to 8
+    processors ("approximately 1.75"), less ``SPREAD_MARGIN``: the bar each doubling must reach."""
+    t = _published("gamma", "Figure 13", "speedup")
+    return t[("joinabprime_nonkey_local", "nodes_4_to_8")] * (1 - SPREAD_MARGIN)
+
+
 @finding("gamma.join_speedup_near_linear", "gamma", "§6.2.1, Figures 12 and 13",
-         "joinABprime speeds up near linearly in every placement and on both attributes: from 2 "
-         "processors (the paper's reference point) to the largest configuration each speedup "
-         f"reaches at least {NEAR_LINEAR} of the ideal.", "gamma.join_speedup")
+         "joinABprime speeds up near linearly in every placement and on both attributes. The "
+         "paper's one number for these curves is Local on a non-key attribute going from 4 to 8 "
+         "processors, approximately 1.75, the curve it names as the one short-circuiting "
+         "understates most; the bar is that number less 10% (1.575) for every doubling of the "
+         "processors from 2 (the paper's reference point): 2 to 4, 4 to 8.",
+         "gamma.join_speedup")
 def _join_speedup(rows):
-    s = {k: v for k, v in _values(rows, "gamma.join_speedup", "speedup").items()
-         if "_to_" not in k[1]}  # the 4-to-8 ratio of §6.2.1's text is a cell, not a curve point
-    largest = max(_nodes(c) for _, c in s)
-    if largest <= 2:
-        raise Missing("no configuration larger than 2 processors")
-    shares = {r: v / (largest / 2) for (r, c), v in s.items() if _nodes(c) == largest}
-    return (all(x >= NEAR_LINEAR for x in shares.values()),
-            f"share of ideal at {largest} processors: "
-            + ", ".join(f"{r.removeprefix('joinabprime_')} {x:.2f}" for r, x in sorted(shares.items())))
+    from minidb.experiments.gamma_joins import SPEEDUP_BASE
+
+    t = _mode_times(rows)
+    configs = sorted({_nodes(c) for _, c in t})
+    steps = [(n, 2 * n) for n in configs if n >= SPEEDUP_BASE and 2 * n in configs]
+    if not steps:
+        raise Missing("no doubling of the processors from 2 among the stored configurations")
+    bar = _doubling_bar()
+    gains = {(r, n): _get(t, r, f"nodes_{n}") / _get(t, r, f"nodes_{m}")
+             for r in sorted({r for r, _ in t}) for n, m in steps}
+    return (all(g >= bar for g in gains.values()),
+            f"speedup per doubling (bar {bar:.3f}): "
+            + ", ".join(f"{r.removeprefix('joinabprime_')} {n}->{2 * n} {g:.2f}"
+                        for (r, n), g in gains.items()))
 
 
 @finding("gamma.remote_not_twice_local", "gamma", "§6.2.1, Figures 10 and 11",
