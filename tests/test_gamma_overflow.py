@@ -79,6 +79,43 @@ def test_producers_keep_the_overflow_tuples_and_later_passes_send_them():
     assert spooled > sum(c["tuples"].get("partition", 0) for c in roomy.phases[1].values())
 
 
+def test_diskless_processors_keep_their_overflow_files_on_disk_nodes():
+    """Remote joins run on processors without disks: their overflow pages are written on a disk
+    node over the network (minidb.cluster.diskless), so no diskless node counts a disk page,
+    and every page it wrote or read crossed the network."""
+    a, b = RELATIONS["unique keys"]
+    res, _ = run(a, b, "remote", 8)
+    io = ("pages_read_seq", "pages_read_random", "pages_written_seq", "pages_written_random")
+    shipped = 0
+    for phase in res.phases:
+        for node, c in phase.items():
+            if node >= 2:  # nodes 2 and 3 have no disk
+                assert not any(c.get(f, 0) for f in io), (node, c)
+                shipped += c.get("pages_shipped", 0)
+    assert shipped > 0  # the overflow files did go somewhere
+    assert sorted(tuple(r.values()) for r in res.to_arrow().to_pylist()) == oracle(a, b)
+
+
+def test_shipping_a_diskless_nodes_pages_conserves_them():
+    from minidb.cluster.diskless import IO_FIELDS, ship_diskless_io
+
+    before = [{"pages_read_seq": 5}, {}, {"pages_written_seq": 3, "pages_read_random": 2},
+              {"pages_written_random": 1}]
+    after = ship_diskless_io(before, disk=[0, 1], diskless=[2, 3], page_size=4096,
+                             packet_bytes=2048)
+    assert before[2] == {"pages_written_seq": 3, "pages_read_random": 2}  # input untouched
+    for f in IO_FIELDS:
+        assert sum(c.get(f, 0) for c in after) == sum(c.get(f, 0) for c in before)
+        assert after[2][f] == after[3][f] == 0
+    assert after[0]["pages_written_seq"] == 3 and after[1]["pages_written_random"] == 1
+    # node 2 sent its 3 written pages (6 packets) and received its 2 read pages (4 packets)
+    assert after[2]["packets_sent_remote"] == 6 and after[2]["packets_received"] == 4
+    assert after[0]["packets_received"] == 6 and after[0]["packets_sent_remote"] == 4
+    assert after[2]["bytes_sent_remote"] == 3 * 4096 and after[2]["pages_shipped"] == 5
+    assert ship_diskless_io(before, disk=[0, 1, 2, 3], diskless=[], page_size=4096,
+                            packet_bytes=2048) is before
+
+
 def test_a_key_no_hash_function_splits_ends_inside_the_nodes():
     a, b = RELATIONS["one key"]
     res, _ = run(a, b, "local", 3)

@@ -11,7 +11,8 @@ outer relation scanned to probe them.
 A phase here is a list of calls ``(node, method, args)`` on the nodes (``Node.run`` /
 ``Node.start`` with a ``minidb.cluster.plan.Fragment``, ``Node.drain`` with a fragment id, or
 another node method such as ``insert``) started at once; the scheduler waits for all of them,
-then collects every node's counters for the phase. What the planner decides lives in
+then collects every node's counters for the phase (a diskless node's temporary pages counted
+where Gamma kept them, on a disk node: ``minidb.cluster.diskless``). What the planner decides lives in
 ``minidb.cluster.planner``; the cost model prices the counters (``model_phases``).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from minidb.cluster.diskless import ship_diskless_io
 from minidb.cluster.plan import Fragment, Phase, check_exchanges
 
 CONTROL_MESSAGES_PER_OPERATOR = 3  # start, reply with the process id, completion (Gamma §2)
@@ -61,7 +63,9 @@ class Scheduler:
         start = time.perf_counter()
         out = self.pdb.backend.call_many(calls, name)
         self.phase_wall_s.append(time.perf_counter() - start)
-        counters = self.pdb._take_counters(f"{name} (counters)")
+        counters = ship_diskless_io(self.pdb._take_counters(f"{name} (counters)"),
+                                    self.pdb.disk, self.pdb.diskless, self.pdb.page_size,
+                                    self.pdb.packet_bytes)
         self.phases.append({n: c for n, c in enumerate(counters) if _nonzero(c)})
         self.phase_names.append(name)
         operators_started = sum(c["operators_started"] for c in counters) if operators is None \
