@@ -334,7 +334,9 @@ for n in (min(NODES), max(NODES)):
 #   ends. With Gamma's calibrated path length per tuple (Section 6) the CPU is already close to
 #   the disk, so that extra CPU is what bounds the larger configuration, and the 10% query
 #   speeds up less than the 1% one (question 4). The interface's own 4 Mbit/s stays far below
-#   both: the paper's "network interface" cost shows up here as CPU.
+#   both: the paper's "network interface" cost shows up here as CPU. (The VAX copies each packet
+#   over the Unibus itself, so the `gamma` profile adds the interface's time, the `net` column,
+#   to the CPU's: `net_cpu_share` in `minidb/cost/profiles.py`.)
 # * The 0% indexed selection does almost no work, and the node's part stays the same; what
 #   grows is the scheduler's control messages (three per operator and node: start, reply,
 #   done; paper Section 2.2), each about 7 ms (the figure the paper assumes in Section 6.2.3),
@@ -414,7 +416,7 @@ helpers.show_table([{"query": helpers.LABELS[q], **{f"{kb} KB": b for kb, b in s
 # 10. In the paper the 10% selection is 19% slower than the 0% one with 2 KB pages and 50%
 #     slower with 32 KB pages: the gap grows, which Section 5.2.2 blames on the network
 #     interface. minidb's gap (the third plot) does not keep growing: at `SCALE = 1` it goes
-#     from about 10% at 2 KB to about 23% at 4 KB, then settles near 18-19% from 8 KB on.
+#     from about 10% at 2 KB to about 27% at 4 KB, then settles near 22-24% from 8 KB on.
 #     Using the bottleneck table and each query's CPU and disk seconds (the `cpu_s` and
 #     `disk_s` rows of `page_rows`), explain why the gap is small at 2 KB, why it jumps at
 #     4 KB, and why it stays flat beyond. What would minidb have to model for its gap to keep
