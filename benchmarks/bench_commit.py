@@ -32,7 +32,8 @@ One run prints, side by side:
    pages, a forced COMMIT record); then the parallel engine on each ``--nodes`` count (inline
    backend, one table hash-partitioned over the nodes) without a data directory and with one (each
    statement commits with two-phase commit, presumed abort, ``minidb.txn.two_phase``: the
-   coordinator's force, each node's PREPARE and COMMIT forces, 4 messages per node). The two
+   coordinator's force, the changed node's PREPARE and COMMIT forces and 4 messages; every other
+   node changed nothing, votes READ and leaves, 2 messages and no force). The two
    databases of a pair are open together and take turns, ten statements at a time, so a load
    that comes and goes on a shared machine hits both alike; their ratio (no-log over logged
    statements per second) is what durability costs here.

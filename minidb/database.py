@@ -51,6 +51,7 @@ shared-nothing engine of ``minidb.cluster`` instead, built from N such nodes.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -276,6 +277,25 @@ class Database:
         self.buffer.flush()
         if self.persistent:
             self.disk.sync()
+
+    def changed(self) -> bool:
+        """Whether the open transaction changed anything on this database: a page or file
+        (``UndoJournal.changed``; the dirty pages are written back first) or the catalog. False
+        makes a participant read-only under R*'s presumed abort (``minidb.txn.commit``)."""
+        self._check_open()
+        self.buffer.flush()
+        if not self.persistent:
+            return True  # no journal to ask: assume it did
+        stored = read_json(self.disk.path / CATALOG_FILE, "catalog", CATALOG_FORMAT)
+        catalog_now = json.loads(json.dumps(self._catalog_doc()))
+        return self.journal.changed() or catalog_now != stored
+
+    def release(self) -> None:
+        """Leave the open transaction, which changed nothing (``changed`` is False): nothing to
+        commit or undo, nothing forced (R*'s read-only participant)."""
+        if self.persistent:
+            with self._save_lock:
+                self.journal.release()
 
     def log_commit(self, force: bool) -> None:
         """A commit protocol logs this node's ``COMMIT`` record (forced or not, as it says);

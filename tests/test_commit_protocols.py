@@ -11,6 +11,9 @@
   forcing COMMIT each fail somewhere in the matrix.
 * Replay: one seed gives the same trace event for event.
 * Group commit shares forces under load; a protocol registered under a new name runs everywhere.
+* R*'s read-only optimization (presumed abort): a participant that changed nothing votes READ,
+  logs nothing and leaves; exact costs, all read-only, a NO beside a READ, the matrix with
+  read-only participants, and the checks still catching what they should.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import pytest
 
 from minidb.plugins import names, register
-from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR
+from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR, READ
 from minidb.txn.commit.matrix import fault_matrix, one_run, protocol, summarize
-from minidb.txn.commit.simnet import Crash, Partition
+from minidb.txn.commit.presumed_abort import PresumedAbort
+from minidb.txn.commit.simnet import Crash, Partition, RunResult
 from minidb.txn.commit.two_pc import PREPARED, TwoPhaseCommit
 
 BUILT_IN = ["2pc", "presumed_abort", "presumed_commit", "3pc", "group_commit"]
@@ -196,6 +200,111 @@ def test_a_protocol_registered_under_a_new_name_runs_in_the_matrix():
     assert "test_students_2pc" in names("commit")
     rows = fault_matrix(["test_students_2pc"], seeds=range(1))
     assert rows and not [r for r in rows if r.violations]
+
+
+# -- R*'s read-only optimization (presumed abort) -------------------------------------------------
+def _sent(r, src: int, kind: str | None = None, dst: int | None = None) -> list[dict]:
+    return [e for e in r.trace if e["event"] in ("send", "lost") and e["src"] == src
+            and (kind is None or e["kind"] == kind) and (dst is None or e["dst"] == dst)]
+
+
+def test_presumed_abort_with_one_read_only_participant_costs_exactly_this():
+    """Three participants, participant 1 changed nothing. Messages: 3 PREPAREs, 3 votes (one
+    READ, two YES), then COMMIT and ACK with the two YES voters only: 3 + 3 + 2 + 2 = 10
+    (12 without the optimization). Forces: the coordinator's COMMIT (1), the two YES voters'
+    PREPARED (2) and COMMIT (2): 5 (7 without); participant 1 writes no record at all. The
+    coordinator's records: COMMIT (forced) and END (not)."""
+    r = one_run("presumed_abort", 3, read_only=(1,), trace=True)
+    plain = one_run("presumed_abort", 3)
+    assert (plain.messages, sum(plain.log_forces)) == (12, 7)
+    assert (r.messages, sum(r.log_forces)) == (10, 5)
+    assert r.log_forces == [1, 0, 2, 2] and r.log_records == [2, 0, 2, 2]
+    assert [e["kind"] for e in _sent(r, 1)] == [READ]
+    assert not _sent(r, COORDINATOR, dst=1, kind=COMMIT)  # it is not told the outcome
+    assert [r.outcome(s, 0) for s in range(4)] == [COMMIT, None, COMMIT, COMMIT]
+    assert r.has_left(1, 0) and not r.blocked(0) and not r.violations()
+
+
+def test_presumed_abort_with_every_participant_read_only_logs_nothing():
+    """3 PREPAREs and 3 READs; the coordinator writes no COMMIT and no END, and commits."""
+    r = one_run("presumed_abort", 3, read_only=(1, 2, 3))
+    assert (r.messages, r.log_forces, r.log_records) == (6, [0] * 4, [0] * 4)
+    assert r.outcome(COORDINATOR, 0) == COMMIT and not r.violations()
+
+
+@pytest.mark.parametrize("name", ["2pc", "presumed_commit", "3pc", "group_commit"])
+def test_the_other_protocols_let_a_read_only_participant_take_part(name):
+    r, plain = one_run(name, 3, read_only=(1,)), one_run(name, 3)
+    assert (r.messages, r.log_forces) == (plain.messages, plain.log_forces)
+    assert r.outcome(1, 0) == COMMIT and not r.left
+
+
+def test_a_no_beside_a_read_only_participant_still_aborts():
+    """Participant 2 votes no, participant 1 is read-only. Whoever had not voted READ when the
+    coordinator decided is told ABORT (a NO that overtakes participant 1's READ gets it told
+    too, harmlessly); participant 1 never forces anything."""
+    left_out = 0
+    for seed in range(6):
+        r = one_run("presumed_abort", 3, seed=seed, read_only=(1,), votes={(2, 0): False},
+                    trace=True)
+        assert [r.outcome(s, 0) for s in (0, 2, 3)] == [ABORT] * 3, seed
+        assert r.outcome(1, 0) in (None, ABORT) and r.log_forces[1] == 0
+        assert not r.violations()
+        left_out += r.outcome(1, 0) is None and not _sent(r, COORDINATOR, dst=1, kind=ABORT)
+    assert left_out  # in some runs its READ came first: it is not told at all
+
+
+def test_a_repeated_prepare_gets_read_again():
+    r = one_run("presumed_abort", 3, read_only=(1,), duplicate=1.0, trace=True)
+    reads = [e for e in r.trace if e["event"] == "deliver" and e["src"] == 1]
+    assert len(reads) >= 2 and {e["kind"] for e in reads} == {READ}
+    assert r.log_records[1] == 0 and r.outcome(COORDINATOR, 0) == COMMIT
+    assert not r.violations()
+
+
+def test_a_read_only_participant_that_crashes_is_harmless():
+    for step in (1, 2):  # before its READ; after it (a step it never takes: nothing happens)
+        r = one_run("presumed_abort", 3, crash=Crash(1, step, 30), read_only=(1,))
+        assert not r.violations() and not r.blocked(0)
+        assert r.outcome(COORDINATOR, 0) == (ABORT if step == 1 else COMMIT)
+
+
+def test_the_matrix_with_read_only_participants_holds_every_promise():
+    rows = [r for r in fault_matrix(["presumed_abort"], seeds=range(3)) if r.read_only]
+    assert {r.read_only for r in rows} == {(1,), (1, 2, 3)}
+    assert {r.crashed for r in rows} >= {"coordinator", "participant 1", "participant 2"}
+    assert len(rows) >= 60 and {r.outcome for r in rows} >= {COMMIT, ABORT}
+    assert not [(r.crashed, r.step, r.seed, r.violations) for r in rows if r.violations]
+    assert fault_matrix(["presumed_abort"], seeds=range(3)) == \
+        fault_matrix(["presumed_abort"], seeds=range(3))  # seeded: the same runs again
+    every = fault_matrix(BUILT_IN, seeds=range(2), read_only=True)  # the others ignore the mark
+    assert not [(r.protocol, r.crashed, r.step, r.violations) for r in every if r.violations]
+
+
+class ReadsAlthoughItChanged(PresumedAbort):
+    """Votes READ without asking whether the participant changed anything."""
+
+    def participant_receive(self, p, m):
+        if m.kind == "prepare" and p.id == 1 and p.decided(m.txn) is None:
+            self.vote_read(p, m.txn, m.src)
+            return
+        super().participant_receive(p, m)
+
+
+def test_the_checks_catch_a_read_vote_from_a_participant_that_changed_something():
+    r = one_run(ReadsAlthoughItChanged(), 3)
+    assert any("voted read-only and left, but had changed something" in v
+               for v in r.violations())
+
+
+def test_a_read_only_mark_does_not_excuse_a_participant_that_did_not_leave():
+    """The lost-commit check skips only participants that voted READ and left."""
+    def result(left):
+        return RunResult(2, {}, [(1.0, 0, 0, COMMIT), (2.0, 2, 0, COMMIT)], [True] * 3, 6,
+                         [0] * 3, [0] * 3, [], [0], {(1, 0), (2, 0)}, set(), {(1, 0)}, left)
+
+    assert any("participant(s) [1] never did" in v for v in result(set()).violations())
+    assert not result({(1, 0)}).violations()
 
 
 # -- the same protocols with every site a Ray actor --------------------------------------------

@@ -11,6 +11,8 @@
   number of participants.
 * A student's protocol registered here commits a real UPDATE; an unknown name, or 3PC, is a
   clear error.
+* R*'s read-only optimization under presumed abort: a node whose part changed nothing votes
+  READ, forces nothing and is not told the outcome; its data and journal are untouched.
 """
 
 from __future__ import annotations
@@ -108,6 +110,64 @@ def test_the_presumptions_show_in_the_counts(tmp_path):
     assert (pa_["commit.messages"], pc["commit.messages"]) == (4 * NODES, 3 * NODES)
     assert (pa_["commit.coordinator_forces"], pc["commit.coordinator_forces"]) == (1, 2)
     assert (pa_["commit.participant_forces"], pc["commit.participant_forces"]) == (2 * NODES, NODES)
+
+
+ONE_ROW = "UPDATE t SET ten = ten + 100, unique2 = unique2 + 100000 WHERE unique1 = {key}"
+NO_ROW = "UPDATE t SET ten = ten + 100 WHERE unique1 < 0"
+
+
+def _fragments(db) -> list:
+    return [sorted(map(tuple, n.fragment("t").tolist())) for n in db.backend.nodes]
+
+
+def test_nodes_whose_part_changed_nothing_vote_read_and_are_released(tmp_path):
+    """Presumed abort on 3 nodes. An UPDATE of every node costs 12 messages and 7 forces. One
+    that changes a row of one node only: the two others vote READ and leave, so 3 PREPAREs +
+    3 votes + 1 COMMIT + 1 ACK = 8 messages and 1 + 2 = 3 forces (the coordinator's COMMIT,
+    the changed node's PREPARED and COMMIT), as the simulator counts with two read-only
+    participants. One that changes nothing: 6 messages, no force, no record anywhere."""
+    data = _load(tmp_path, "presumed_abort")
+    with minidb.connect(nodes=NODES, data_dir=tmp_path) as db:
+        everywhere = db.sql(UPDATE).counters
+        before = _fragments(db)
+        owner = next(i for i, f in enumerate(before) if f)
+        key = before[owner][0][0]  # unique1 is the first column: a row of that node
+        one = ONE_ROW.format(key=key)
+        c = db.sql(one).counters
+        after = _fragments(db)
+        sim = one_run("presumed_abort", NODES,
+                      read_only=tuple(p + 1 for p in range(NODES) if p != owner))
+        nothing = db.sql(NO_ROW).counters
+        assert _fragments(db) == after
+    assert (everywhere["commit.messages"], everywhere["commit.forces"]) == (12, 7)
+    assert (c["commit.messages"], c["commit.forces"], c["commit.read_only"]) == (8, 3, 2)
+    assert (c["commit.messages"], c["commit.forces"]) == (sim.messages, sum(sim.log_forces))
+    assert c["commit.participant_log_records"] == 2  # the changed node's PREPARED and COMMIT
+    assert (nothing["commit.messages"], nothing["commit.forces"], nothing["commit.log_records"],
+            nothing["commit.read_only"]) == (6, 0, 0, NODES)
+    assert [after[i] == before[i] for i in range(NODES)] == [i != owner for i in range(NODES)]
+    for i in range(NODES):  # every journal empty: the read-only nodes were released
+        assert not (tmp_path / f"node-{i}" / "wal.log").stat().st_size
+    assert not (tmp_path / "wal.log").stat().st_size
+    with minidb.connect(nodes=NODES, data_dir=tmp_path) as db:
+        assert _rows(db) == _oracle(data, UPDATE, one, NO_ROW)
+
+
+def test_without_read_only_votes_every_node_takes_part(tmp_path):
+    """2PC and presumed commit ignore R*'s read-only votes: a one-node UPDATE costs what an
+    UPDATE of every node costs."""
+    data = _load(tmp_path, "2pc")
+    for protocol in ("2pc", "presumed_commit"):
+        with minidb.connect(nodes=NODES, data_dir=tmp_path, commit=protocol) as db:
+            key = next(f for f in _fragments(db) if f)[0][0]
+            c = db.sql(ONE_ROW.format(key=key)).counters
+            sim = one_run(protocol, NODES)
+            assert (c["commit.messages"], c["commit.forces"], c["commit.read_only"]) == \
+                (sim.messages, sum(sim.log_forces), 0)
+            statement = ONE_ROW.format(key=key)
+            data_after = _oracle(data, statement) if protocol == "2pc" else \
+                _oracle(data, statement, statement)
+            assert _rows(db) == data_after
 
 
 @pytest.mark.parametrize("protocol", ENGINE)

@@ -6,6 +6,9 @@
   after the decision was forced but before the coordinator catalog was written, after one node
   committed but not the other. Reopened, the table is exactly the state before (killed before the
   decision) or after (killed after it), on every node.
+* The same with a statement that changes a row of node 1 only: nodes 0 and 2 vote READ and
+  leave (presumed abort's read-only optimization, R*), and reopened, nothing committed is lost
+  and nothing uncommitted kept.
 """
 
 from __future__ import annotations
@@ -135,6 +138,21 @@ def test_the_process_killed_at_each_step_of_two_phase_commit(tmp_path, point):
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert _reopened(tmp_path) == _oracle(data, MOVING if POINTS[point] else None)
     assert not (tmp_path / "wal.log").stat().st_size  # settled: the coordinator forgot it
+
+
+@pytest.mark.parametrize("point", list(POINTS))
+def test_killed_at_each_step_while_the_other_nodes_are_read_only(tmp_path, point):
+    data = _load(tmp_path)
+    with minidb.connect(nodes=3, data_dir=tmp_path) as db:
+        key = int(db.backend.nodes[1].fragment("t")["unique1"][0])
+        assert db.sql("SELECT COUNT(*) FROM t WHERE unique1 = 5").to_pylist()  # warm: no change
+    statement = f"UPDATE t SET ten = ten + 100, unique2 = unique2 + 100000 WHERE unique1 = {key}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), point, statement],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr
+    assert _reopened(tmp_path) == _oracle(data, statement if POINTS[point] else None)
+    assert not (tmp_path / "wal.log").stat().st_size
 
 
 @pytest.mark.ray

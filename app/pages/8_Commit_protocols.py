@@ -44,7 +44,7 @@ def site_name(site: int) -> str:
 
 # -- the run to draw ---------------------------------------------------------------------------
 available = names("commit")
-setup = st.columns(4)
+setup = st.columns(5)
 chosen = setup[0].selectbox("Protocol", available,
                             index=available.index("2pc") if "2pc" in available else 0,
                             key="commit_protocol")
@@ -53,6 +53,11 @@ seed = int(setup[2].number_input("Seed", 0, 10_000, 0, key="commit_seed",
                                  help="The network draws delays and losses from it: one seed "
                                       "replays the same run, event for event."))
 votes = {(1, 0): False} if setup[3].checkbox("P1 votes no", key="commit_no_vote") else None
+read_only = (2,) if participants >= 2 and setup[4].checkbox(
+    "P2 changed nothing", key="commit_read_only",
+    help="P2 is read-only: under presumed abort it votes READ, logs nothing and leaves after "
+         "phase one (R*'s read-only optimization); the other protocols let it take part as "
+         "any other participant.") else ()
 
 
 def user_error(err: Exception) -> None:
@@ -61,11 +66,13 @@ def user_error(err: Exception) -> None:
     st.stop()
 
 
-def steps_of(name: str, n: int, site: int, no_vote: bool, seed: int) -> list[str]:
+def steps_of(name: str, n: int, site: int, no_vote: bool, seed: int,
+             read_only: tuple[int, ...] = ()) -> list[str]:
     """What ``site`` does at each of its steps in a fault-free run: 'log commit (forced)',
     'send prepare to P2'... (a crash at step k happens just before the k-th)."""
     net = SimulatedNetwork(protocol(name), n, seed=seed, trace=True,
-                           votes={(1, 0): False} if no_vote else None)
+                           votes={(1, 0): False} if no_vote else None,
+                           read_only={(p, 0) for p in read_only})
     net.run(until=UNTIL)
     labels, decided = [], False
     for e in net.trace:
@@ -95,7 +102,7 @@ crash = None
 if crashed != "none":
     site = COORDINATOR if crashed == "coordinator" else int(crashed.split()[1])
     try:
-        labels = steps_of(chosen, participants, site, votes is not None, seed)
+        labels = steps_of(chosen, participants, site, votes is not None, seed, read_only)
     except Exception as err:  # a student's protocol: say what broke, in one line
         user_error(err)
     if labels:
@@ -106,7 +113,8 @@ if crashed != "none":
             format_func=lambda k: f"{k}: {labels[k - 1]}",
             help="The site's steps (log writes and messages sent) in a run without faults: "
                  "lost messages or a partition can change what its k-th step is.",
-            key=f"commit_step_{chosen}_{participants}_{site}_{votes is not None}")
+            key=f"commit_step_{chosen}_{participants}_{site}_{votes is not None}"
+                + ("_read_only" if read_only else ""))
         restarts = faults[2].checkbox("It restarts", key="commit_restart",
                                       help="Off: the site stays down for good.")
         after_units = faults[2].number_input("after (time units)", 1, 500, 30,
@@ -134,7 +142,7 @@ if st.checkbox("Cut the network in two for a while", key="commit_partition"):
 
 try:
     run = one_run(chosen, participants, seed=seed, drop=drop, crash=crash, votes=votes,
-                  trace=True, duplicate=duplicate, partitions=partitions)
+                  trace=True, duplicate=duplicate, partitions=partitions, read_only=read_only)
 except Exception as err:  # a student's protocol: say what broke, in one line
     user_error(err)
 trace = run.trace
@@ -189,6 +197,8 @@ def sequence_frames(trace: list[dict], sites: int, limit: int) -> dict[str, pd.D
                 label, shape = e["kind"].upper(), f"decide {e['kind']}"
             elif event == "crash":
                 label, shape = f"CRASH (step {e.get('step', '?')})", "crash"
+            elif event == "leave":
+                label, shape = "read-only: leaves", "leave"
             else:
                 label, shape = "restart", "restart"
             tone = COLOURS.get(e["kind"] if event == "decide" else event, COLOURS["other"])
@@ -264,10 +274,10 @@ def sequence_chart(frames: dict[str, pd.DataFrame], sites: int, rows: int) -> al
         color=kind)
 
     shapes = {"forced log write": "square", "log write": "square", "crash": "cross",
-              "restart": "triangle-up", f"decide {COMMIT}": "diamond",
+              "restart": "triangle-up", "leave": "triangle-down", f"decide {COMMIT}": "diamond",
               f"decide {ABORT}": "diamond"}
     fills = {"forced log write": "#212121", "log write": "white", "crash": "#c62828",
-             "restart": COLOURS["restart"], f"decide {COMMIT}": COLOURS[COMMIT],
+             "restart": COLOURS["restart"], "leave": "white", f"decide {COMMIT}": COLOURS[COMMIT],
              f"decide {ABORT}": COLOURS[ABORT]}
     kinds = [k for k in shapes if k in set(frames["marks"]["mark"])] or list(shapes)
     legend = alt.Legend(orient="bottom", title="on a lifeline", columns=3)
@@ -332,7 +342,7 @@ sites = []
 for s in range(participants + 1):
     decided = [(t, o) for t, site, txn, o in run.decisions if site == s and txn == 0]
     vote = "-" if s == COORDINATOR or (s, 0) not in run.voted else (
-        "no" if run.votes.get((s, 0)) is False else "yes")
+        "no" if run.votes.get((s, 0)) is False else "read" if run.has_left(s, 0) else "yes")
     sent = sum(1 for e in trace if e["src"] == s and (
         e["event"] == "send" or (e["event"] == "lost" and e.get("why") != "site down")))
     sites.append({"site": site_name(s), "up at the end": "yes" if run.up[s] else "no",
@@ -343,7 +353,8 @@ for s in range(participants + 1):
                   "log forces": run.log_forces[s]})
 st.dataframe(pd.DataFrame(sites), hide_index=True)
 st.caption("The outcome is the last decision the site made (a site that restarted decides again "
-           "from its log); in doubt: voted yes, is up, and has not decided.")
+           "from its log); in doubt: voted yes, is up, and has not decided. A participant that "
+           "voted read changed nothing: it left after phase one and needs no outcome.")
 
 
 # -- every protocol, no fault ------------------------------------------------------------------
@@ -353,7 +364,9 @@ def compared(protocols: tuple[str, ...], n: int) -> pd.DataFrame:
     return pd.DataFrame([{
         "protocol": s.protocol, "commit: messages": s.commit_messages,
         "commit: forces": s.commit_forces, "abort: messages": s.abort_messages,
-        "abort: forces": s.abort_forces, "crash runs": s.runs,
+        "abort: forces": s.abort_forces,
+        "commit, P1 read-only: messages": s.read_only_messages,
+        "commit, P1 read-only: forces": s.read_only_forces, "crash runs": s.runs,
         "coordinator gone, someone blocked": s.blocked_runs, "promises broken": s.violations}
         for s in summary])
 
@@ -365,10 +378,13 @@ except Exception as err:  # a student's protocol: say what broke, in one line
     st.error(f"The fault matrix failed: {type(err).__name__}: {err}")
 else:
     st.dataframe(table, hide_index=True)
-    st.caption("Messages and log forces of a fault-free commit and of an abort (P1 votes no). "
-               "Then the fault matrix with one seed: the coordinator and P1 crashed before each "
-               "of their steps, over reliable and lossy links, plus the coordinator crashed for "
-               "good at each step; 'blocked' counts those last runs that left a participant in "
-               "doubt. Presumed abort saves the abort's forces and acknowledgements, presumed "
-               "commit the commit's; 3PC pays a round more to never block; group commit's "
-               "savings show under load (benchmarks/bench_commit.py).")
+    st.caption("Messages and log forces of a fault-free commit, of an abort (P1 votes no) and "
+               "of a commit in which P1 changed nothing (read-only). Then the fault matrix with "
+               "one seed: the coordinator and P1 crashed before each of their steps, over "
+               "reliable and lossy links, plus the coordinator crashed for good at each step "
+               "(for presumed abort again with read-only participants, P2 crashed too); "
+               "'blocked' counts those last runs that left a participant in doubt. Presumed "
+               "abort saves the abort's forces and acknowledgements, and a read-only "
+               "participant's prepare record, outcome and acknowledgement (R*'s READ vote); "
+               "presumed commit saves the commit's; 3PC pays a round more to never block; group "
+               "commit's savings show under load (benchmarks/bench_commit.py).")

@@ -66,6 +66,8 @@ def listing(trace: list[dict]) -> list[str]:
             lines.append(f"{t}  {who:>13}    force the log")
         elif e["event"] == "decide":
             lines.append(f"{t}  {who:>13}    DECIDES {e['kind'].upper()}")
+        elif e["event"] == "leave":
+            lines.append(f"{t}  {who:>13}    LEAVES (read-only: nothing to commit or undo)")
         elif e["event"] in ("crash", "restart"):
             verb = "CRASHES" if e["event"] == "crash" else "RESTARTS"
             lines.append(f"{t}  {who:>13}    {verb}")

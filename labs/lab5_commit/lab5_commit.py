@@ -500,11 +500,12 @@ with minidb.connect(nodes=3, data_dir=INGRES_DIR) as db:
 # **Question C2.** Read the UPDATE's `explain()`: on which nodes did it run, and why only
 # there? The paper's slaves send the tuples that change site with their "ready" message, and the
 # master passes them on *with the commit message*; minidb moves them through an exchange during
-# the statement, before the first `PREPARE`, and its commit costs the same 12 messages with or
-# without moved tuples. What must a site that receives tuples on the commit message be able to
-# do after the decision, and what does minidb's order buy? (The paper's 3PC moves them in its
-# second phase instead: why is that better?) In the killed run, which nodes logged
-# before-images, of which pages, and why did node 0 prepare at all? What did the recovery do?
+# the statement, before the first `PREPARE`, so moved tuples add no message to its commit. What
+# must a site that receives tuples on the commit message be able to do after the decision, and
+# what does minidb's order buy? (The paper's 3PC moves them in its second phase instead: why is
+# that better?) The commit cost 10 messages, not 12: which node took no part in phase two, and
+# why may it? In the killed run, which nodes logged before-images, of which pages, and why is
+# node 0's log empty? What did the recovery do?
 #
 # ### The paper's benchmarks, on the modeled VAXes
 #

@@ -139,6 +139,10 @@ def costs(out: Path) -> None:
         print(f"{name}: commit with 3 participants {runs[1].messages} messages, "
               f"{sum(runs[1].log_forces)} forces ({runs[1].log_forces[0]} at the coordinator); "
               f"abort {aborted.messages} messages, {sum(aborted.log_forces)} forces")
+    for read_only in ((1,), (1, 2, 3)):  # R*'s read-only votes (presumed abort uses them)
+        r = one_run("presumed_abort", 3, read_only=read_only)
+        print(f"presumed_abort, participant(s) {list(read_only)} read-only: {r.messages} "
+              f"messages, {sum(r.log_forces)} forces ({r.log_forces[0]} at the coordinator)")
     left.set(xlabel="participants", ylabel="messages", title="one commit, no failure")
     right.set(xlabel="participants", ylabel="log forces (all sites)", title="one commit")
     left.legend(fontsize=7)

@@ -145,7 +145,8 @@ class ParallelResult(ResultRows):
     is the typed plan that ran: one ``minidb.cluster.plan.Phase`` per phase. A statement that
     changed a table in a data directory adds its commit protocol's work to ``counters``:
     ``commit.messages``, ``commit.forces`` (``commit.coordinator_forces`` +
-    ``commit.participant_forces``), ``commit.log_records`` (and by role), ``commit.participants``.
+    ``commit.participant_forces``), ``commit.log_records`` (and by role), ``commit.participants``,
+    ``commit.read_only`` (nodes whose part changed nothing and voted READ: presumed abort, R*).
     """
 
     def __init__(self, schema: Schema, records: np.ndarray, kind: str, rows: int, wall_s: float,

@@ -386,6 +386,15 @@ class Node:
     def commit(self, txn: str) -> None:
         self.db.commit(txn)
 
+    def changed(self) -> bool:
+        """Whether this node's part of the statement changed anything (``Database.changed``):
+        a node whose part changed nothing votes READ under presumed abort (R*)."""
+        return bool(self._loads) or self.db.changed()
+
+    def release(self) -> None:
+        """This node voted READ and leaves the statement (R*): nothing to commit or undo."""
+        self.db.release()
+
     def abort(self) -> None:
         """Undo this node's part of the statement (and forget loads and spools under way)."""
         for loader in list(self._loads.values()):

@@ -29,7 +29,9 @@ Counted: per statement, ``last`` (messages, log forces by role; ``ParallelResult
 shows them as ``commit.*``), over the coordinator's life ``TwoPhaseCounters``. Per committed
 statement over N nodes under presumed abort: 4N messages, one coordinator force and two per node
 (prepare, commit), as on the simulated network; the undo log's forces of before-images come on
-top (``benchmarks/bench_commit.py`` measures both).
+top (``benchmarks/bench_commit.py`` measures both). A node whose part of the statement changed
+nothing votes READ and leaves (R*'s read-only optimization): it costs 2 messages and no force,
+and a statement that changed nothing anywhere costs 2N messages and no force at all.
 
 Simplified: the statement's own phases are the work phase; a node that never answers makes the
 request fail after the scheduler's timeout, and counts as down for the rest of the commit.

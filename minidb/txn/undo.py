@@ -108,6 +108,7 @@ class UndoJournal:
         self._imaged: set[tuple[str, int]] = set()  # pages whose before-image is in the log
         self._created: set[str] = set()
         self._drops: list[str] = []
+        self._grown: set[str] = set()  # committed files written past their committed length
         #: the commit protocol logged this transaction's COMMIT record (``log_commit``)
         self.commit_logged = False
 
@@ -137,6 +138,8 @@ class UndoJournal:
         if committed is None:  # first write since the last commit: the file is as committed
             committed = os.fstat(f.handle()).st_size // f.page_size
             self._committed_pages[f.name] = committed
+        if first + n > committed and f.name not in self._created:
+            self._grown.add(f.name)  # undo cuts it back: no image, but a change all the same
         needed = [p for p in range(first, min(first + n, committed)) if (f.name, p) not in self._imaged]
         if not needed:
             return
@@ -211,12 +214,29 @@ class UndoJournal:
         """Make every record appended so far durable (group commit's one force for many)."""
         self.log.force()
 
+    def changed(self) -> bool:
+        """Whether the open transaction changed anything that lasts: a committed page
+        overwritten (its before-image is logged), a committed file grown, a file created and
+        still there, or one to drop. Temporary files made and deleted again do not count."""
+        return bool(self._imaged or self._grown or self._created or self._drops)
+
     def forget_if_untouched(self) -> None:
         """Empty the log if the open transaction changed nothing that lasts (a query whose
         temporary files are gone again), so a read-only session does not grow it."""
-        if self._open and not self._imaged and not self._drops and not self._created:
+        if self._open and not self.changed():
             self.log.reset()
             self._reset_transaction()
+
+    def release(self) -> None:
+        """A read-only participant leaves the transaction (R*'s READ vote, Mohan, Lindsay and
+        Obermarck 1986): it changed nothing, so there is nothing to commit or undo; the log is
+        emptied as a commit would, with no record and no force."""
+        if self.changed():
+            raise MinidbError("a node that changed something cannot leave its transaction "
+                              "as read-only: it must commit or undo it")
+        if self._open:
+            self.log.reset()
+        self._reset_transaction()
 
     def finish(self) -> None:
         """After the catalog file is written: delete the dropped files, empty the log."""

@@ -158,3 +158,21 @@ def test_fewer_events_drawn():
     drawn = diagram(at)
     assert max(drawn["marks"].to_pydict()["y"] + drawn["messages"].to_pydict()["y2"]) < 10
     assert "later events" in " ".join(c.value for c in at.caption)
+
+
+def test_a_read_only_participant_under_presumed_abort():
+    """P2 changed nothing: under presumed abort it votes READ, logs nothing and leaves (R*); the
+    commit costs 10 messages and 5 forces, and the cost table says so for every protocol."""
+    at = open_page()
+    at.selectbox(key="commit_protocol").set_value("presumed_abort")
+    at.checkbox(key="commit_read_only").check()
+    rerun(at)
+    assert (metrics(at)["messages"], metrics(at)["log forces"]) == ("10", "5")
+    sites = at.dataframe[0].value
+    assert sites["vote"].tolist() == ["-", "yes", "read", "yes"]
+    assert sites["outcome"].tolist() == ["commit", "commit", "-", "commit"]
+    assert sites["log records"].tolist()[2] == 0 and metrics(at)["promises broken"] == "0"
+    assert "read-only: leaves" in diagram(at)["marks"].to_pydict()["label"]
+    table = at.dataframe[1].value.set_index("protocol")
+    assert table.loc["presumed_abort", "commit, P1 read-only: messages"] == 10
+    assert table.loc["2pc", "commit, P1 read-only: forces"] == 7

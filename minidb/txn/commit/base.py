@@ -18,6 +18,8 @@ and acts only through its site: ``s.log(kind, txn, force=...)`` (a force is what
 crash; an unforced record survives only if a later force covers it), ``s.send(to, kind, txn)``,
 ``s.set_timer(delay, txn, tag)``, ``s.vote(txn)`` (the participant's local answer: can it commit?)
 and ``s.decide(txn, COMMIT or ABORT)`` (the outcome the site applies; it must never change).
+A protocol with R*'s read-only optimization also asks ``s.changed(txn)`` (did this participant
+change anything?) and lets one that did not vote ``READ`` and ``s.leave(txn)``.
 
 The same protocol object runs under the seeded simulated network of
 ``minidb.txn.commit.simnet`` (drop, delay, duplicate, partition, crash at any step), which is what
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
     from minidb.txn.commit.simnet import Site
 
 COMMIT, ABORT = "commit", "abort"
+#: the vote of a participant that changed nothing (R*'s read-only optimization, Mohan, Lindsay
+#: and Obermarck 1986): it has nothing to commit or undo, logs nothing and leaves after phase one
+READ = "read"
 COORDINATOR = 0  # the coordinator is site 0; participants are 1..n
 
 

@@ -18,7 +18,11 @@ of that name (presumed abort by default, R*'s choice), running its handlers unch
   ``PREPARE`` record carrying the node catalog it would commit; ``commit`` and ``abort`` are the
   journal's ``COMMIT`` and ``ABORT`` records; each is forced exactly when the protocol says.
   ``decide(COMMIT)`` writes the node's catalog and empties its journal (``Node.commit``);
-  ``decide(ABORT)`` undoes the node's part (``Node.abort``).
+  ``decide(ABORT)`` undoes the node's part (``Node.abort``). ``changed`` asks the node whether
+  its part changed anything (its journal holds a before-image, a grown, created or dropped file,
+  or its catalog differs: ``Node.changed``); under presumed abort a node whose part changed
+  nothing votes READ (R*'s read-only optimization), forces nothing and ``leave``-s: its journal
+  is emptied without a record (``Node.release``), and it is not told the outcome.
 
 ``EngineNetwork`` drives one transaction like ``SimulatedNetwork``, over links that neither drop
 nor reorder: messages due at the same virtual time go out as one round, the messages for each
@@ -193,6 +197,13 @@ class NodeSite(Site):
         super().force()
         self.node.db.force_log()
 
+    def changed(self, txn) -> bool:
+        return self.node.changed()
+
+    def leave(self, txn) -> None:
+        super().leave(txn)
+        self.node.release()
+
     def decide(self, txn, outcome: str) -> None:
         if outcome in (COMMIT, ABORT) and self.decided(txn) is None:
             if outcome == COMMIT:
@@ -231,7 +242,7 @@ def handle_on_node(node, protocol: CommitProtocol, ctx: dict, seq: int, events: 
         if error is not None:
             break
     reply = {"results": results, "log_records": site.log_records, "log_forces": site.log_forces,
-             "no_reason": site.no_reason}
+             "no_reason": site.no_reason, "left": bool(port.left)}
     run["seq"], run["reply"] = seq, reply
     return reply
 
@@ -250,6 +261,7 @@ class EngineNetwork:
         self.node_records = [0] * len(nodes)
         self.node_forces = [0] * len(nodes)
         self.outcomes: dict[int, str] = {}  # participant -> what it decided
+        self.left: set[int] = set()  # participants that voted READ and left (R*)
         self.down: dict[int, str] = {}  # participant -> why its node stopped answering
         self.no_reasons: dict[int, str] = {}
         self._events: list = []
@@ -269,11 +281,13 @@ class EngineNetwork:
                 "log_records": c.log_records + sum(self.node_records),
                 "coordinator_log_records": c.log_records,
                 "participant_log_records": sum(self.node_records),
-                "participants": len(self.nodes)}
+                "participants": len(self.nodes), "read_only": len(self.left)}
 
     def undecided(self) -> list[int]:
-        """Nodes that did not learn the outcome (down, or left waiting)."""
-        return [self.nodes[p - 1] for p in range(1, len(self.nodes) + 1) if p not in self.outcomes]
+        """Nodes that did not learn the outcome (down, or left waiting); a node that voted READ
+        needs none."""
+        return [self.nodes[p - 1] for p in range(1, len(self.nodes) + 1)
+                if p not in self.outcomes and p not in self.left]
 
     # -- the run ------------------------------------------------------------------------------
     def run(self, txn: str, call_all) -> str | None:
@@ -301,7 +315,7 @@ class EngineNetwork:
         timers left (acknowledgements still awaited, say) would find nothing to do."""
         in_flight = any(kind == "deliver" for _, _, kind, _ in self._events)
         waiting = [p for p in range(1, len(self.nodes) + 1)
-                   if p not in self.outcomes and p not in self.down]
+                   if p not in self.outcomes and p not in self.down and p not in self.left]
         return not in_flight and self.outcome is not None and not waiting
 
     def _round(self, now: float, due: list) -> None:
@@ -351,6 +365,8 @@ class EngineNetwork:
             self.node_forces[p - 1] = reply["log_forces"]
             if reply["no_reason"]:
                 self.no_reasons[p] = reply["no_reason"]
+            if reply.get("left"):
+                self.left.add(p)
             for result in reply["results"]:
                 for outcome in result["decisions"]:
                     self.outcomes[p] = outcome

@@ -30,6 +30,10 @@ class GroupCommit(PresumedAbort):
     name = "group_commit"
     batch = 4
     wait = 3
+    #: R*'s read-only votes are left to presumed abort: here a vote waits in a group, and a READ
+    #: that skips the group would make the lab's comparison of forces harder to read; a
+    #: read-only participant prepares and learns the outcome as any other
+    read_only_votes = False
 
     # -- the group: records waiting for one force, with what to do once it is done -------------
     def _after_force(self, s: Site, action: Callable[[], None]) -> None:

@@ -35,9 +35,11 @@ class _Port:
     down, in order, for the driver to carry out."""
 
     def __init__(self, protocol: CommitProtocol, participants: int, votes: dict,
-                 force_time: float = 0.0):
+                 force_time: float = 0.0, read_only: set | None = None):
         self.protocol, self.participants, self.votes = protocol, participants, votes
         self.force_time = force_time
+        self.read_only: set[tuple[int, int]] = set(read_only or ())
+        self.left: set[tuple[int, int]] = set()
         self.now = 0.0
         self.voted: set[tuple[int, int]] = set()
         self.lost_work: set[tuple[int, int]] = set()
@@ -84,8 +86,10 @@ class SiteActor:
     """One site in its own process (made a Ray actor by ``RayNetwork``)."""
 
     def __init__(self, protocol: CommitProtocol, site_id: int, participants: int, votes: dict,
-                 log_path: str, crash_at: int | None, voted: list, force_time: float = 0.0):
-        self.port = _Port(protocol, participants, votes, force_time)
+                 log_path: str, crash_at: int | None, voted: list, force_time: float = 0.0,
+                 read_only: list | None = None):
+        self.port = _Port(protocol, participants, votes, force_time,
+                          {tuple(r) for r in read_only or ()})
         self.port.voted = {tuple(v) for v in voted}
         self.site = DurableSite(self.port, site_id, log_path)
         self.site.crash_at = crash_at
@@ -104,6 +108,7 @@ class SiteActor:
         return {"effects": port.effects,
                 "decisions": [(time - now, s, t, o) for time, s, t, o in port.decisions],
                 "voted": sorted(port.voted), "lost_work": sorted(port.lost_work),
+                "left": sorted(port.left),
                 "crashed": crashed, "steps": site.steps, "log_records": site.log_records,
                 "log_forces": site.log_forces, "pid": os.getpid()}
 
@@ -131,7 +136,7 @@ class RayNetwork(SimulatedNetwork):
                  partitions: list[Partition] | None = None, crashes: list[Crash] | None = None,
                  votes: dict[tuple[int, int], bool] | None = None, trace: bool = False,
                  directory: str | os.PathLike | None = None, call_timeout_s: float = 120.0,
-                 force_time: float = 0.0):
+                 force_time: float = 0.0, read_only: set[tuple[int, int]] | None = None):
         import ray
 
         from minidb.cluster.backends import ship_by_value, start_ray
@@ -139,7 +144,7 @@ class RayNetwork(SimulatedNetwork):
         if not ray.is_initialized():  # minidb's own start: local, no dashboard, quiet
             start_ray()
         super().__init__(protocol, participants, seed, drop, duplicate, delay, partitions,
-                         crashes, votes, trace, force_time)
+                         crashes, votes, trace, force_time, read_only)
         ship_by_value(type(protocol))  # a student's class travels by value
         self._ray = ray
         self._remote = ray.remote(num_cpus=0)(SiteActor)
@@ -156,7 +161,7 @@ class RayNetwork(SimulatedNetwork):
         voted = sorted(v for v in self.voted if v[0] == site.id)
         site.actor = self._remote.remote(self.protocol, site.id, self.participants, self.votes,
                                          str(self._dir / f"site-{site.id}.log"), crash_at, voted,
-                                         self.force_time)
+                                         self.force_time, sorted(self.read_only))
         site.base = (site.steps, site.log_records, site.log_forces)
 
     def _restart(self, site_id: int) -> None:
@@ -179,6 +184,7 @@ class RayNetwork(SimulatedNetwork):
         site.pids = tuple(dict.fromkeys((*site.pids, reply["pid"])))
         self.voted |= {tuple(v) for v in reply["voted"]}
         self.lost_work |= {tuple(v) for v in reply["lost_work"]}
+        self.left |= {tuple(v) for v in reply["left"]}
         for after, s, t, o in reply["decisions"]:
             self.decisions.append((self.now + after, s, t, o))
             self._trace("decide", s, None, o, t)

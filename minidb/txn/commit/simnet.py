@@ -12,6 +12,11 @@ state and every log record not covered by a force; the protocol's ``recover`` th
 the stable log holds. Everything is drawn from one ``random.Random(seed)``, so a failing seed
 replays exactly, event for event (``RunResult.trace``).
 
+A workload can mark a participant *read-only* for a transaction (``read_only={(site, txn)}``):
+it changed nothing there, and ``Site.changed`` says so. Protocols with R*'s read-only
+optimization (presumed abort) let such a participant vote READ and ``leave``; the others ignore
+the mark and let it take part as any other.
+
 The network does not know any protocol: it calls ``CommitProtocol.start / receive / timeout /
 recover`` and counts what the protocol does (messages, log records, forces) per site.
 """
@@ -67,6 +72,8 @@ class RunResult:
     txns: list[int] = field(default_factory=list)
     voted: set[tuple[int, int]] = field(default_factory=set)
     lost_work: set[tuple[int, int]] = field(default_factory=set)
+    read_only: set[tuple[int, int]] = field(default_factory=set)  # the workload's marks
+    left: set[tuple[int, int]] = field(default_factory=set)  # voted READ and left (R*)
 
     def outcome(self, site: int, txn: int) -> str | None:
         """The last outcome ``site`` decided for ``txn`` (None: undecided)."""
@@ -76,11 +83,17 @@ class RunResult:
                 found = o
         return found
 
+    def has_left(self, site: int, txn: int) -> bool:
+        """Whether ``site`` voted READ on ``txn`` and left (R*): it needs no outcome."""
+        return (site, txn) in self.left
+
     def blocked(self, txn: int) -> list[int]:
         """Participants that voted on ``txn``, are up at the end and have not decided: in doubt,
-        they can neither commit nor abort on their own."""
+        they can neither commit nor abort on their own. One that voted READ and left is not in
+        doubt: it has nothing to commit or undo."""
         return [p for p in range(1, self.participants + 1)
-                if self.up[p] and (p, txn) in self.voted and self.outcome(p, txn) is None]
+                if self.up[p] and (p, txn) in self.voted and self.outcome(p, txn) is None
+                and not self.has_left(p, txn)]
 
     def violations(self, everyone_recovers: bool = True) -> list[str]:
         """Broken promises, one line each (empty: the run is correct). ``everyone_recovers``: all
@@ -102,8 +115,15 @@ class RunResult:
             if lost:
                 out.append(f"txn {txn}: site(s) {lost} committed work a crash had wiped out "
                            "(their yes vote was not in the stable log)")
+            wrongly_left = sorted(p for p, t in self.left
+                                  if t == txn and (p, txn) not in self.read_only)
+            if wrongly_left:
+                out.append(f"txn {txn}: participant(s) {wrongly_left} voted read-only and left, "
+                           "but had changed something (their work is neither committed nor "
+                           "undone)")
             if everyone_recovers and self.outcome(COORDINATOR, txn) == COMMIT:
-                lost = [p for p in range(1, self.participants + 1) if self.outcome(p, txn) != COMMIT]
+                lost = [p for p in range(1, self.participants + 1)
+                        if self.outcome(p, txn) != COMMIT and not self.has_left(p, txn)]
                 if lost:
                     out.append(f"txn {txn}: the coordinator committed but participant(s) {lost} "
                                "never did (a lost commit)")
@@ -182,6 +202,17 @@ class Site:
         self.net.voted.add((self.id, txn))
         return self.net.votes.get((self.id, txn), True)
 
+    def changed(self, txn: int) -> bool:
+        """Whether this participant changed anything in ``txn`` (the workload decides: True
+        unless it marked the site read-only). R*'s presumed abort asks it before the vote."""
+        return (self.id, txn) not in self.net.read_only
+
+    def leave(self, txn: int) -> None:
+        """This participant voted READ on ``txn`` (R*, Mohan, Lindsay and Obermarck 1986): it
+        changed nothing, so it has nothing to commit or undo and takes no part in phase two."""
+        self.net.left.add((self.id, txn))
+        self.net._trace("leave", self.id, None, "", txn)
+
     def decide(self, txn: int, outcome: str) -> None:
         """Apply the outcome of ``txn`` at this site (the coordinator's: tell the client)."""
         if outcome not in (COMMIT, ABORT):
@@ -229,13 +260,15 @@ class SimulatedNetwork:
                  drop: float = 0.0, duplicate: float = 0.0, delay: tuple[int, int] = (1, 3),
                  partitions: list[Partition] | None = None, crashes: list[Crash] | None = None,
                  votes: dict[tuple[int, int], bool] | None = None, trace: bool = False,
-                 force_time: float = 0.0):
+                 force_time: float = 0.0, read_only: set[tuple[int, int]] | None = None):
         self.protocol, self.participants = protocol, participants
         self.force_time = force_time
         self.rng = random.Random(seed)
         self.drop, self.duplicate, self.delay = drop, duplicate, delay
         self.partitions = partitions or []
         self.votes = votes or {}
+        #: (participant, txn) pairs that changed nothing: ``Site.changed`` answers False
+        self.read_only = set(read_only or ())
         self.sites = [Site(self, i) for i in range(participants + 1)]
         self.crashes = {c.site: c for c in crashes or []}
         for c in self.crashes.values():
@@ -244,6 +277,7 @@ class SimulatedNetwork:
         self.decisions: list[tuple[float, int, int, str]] = []
         self.voted: set[tuple[int, int]] = set()
         self.lost_work: set[tuple[int, int]] = set()
+        self.left: set[tuple[int, int]] = set()
         self.messages = 0
         self._events: list = []
         self._seq = itertools.count()
@@ -264,7 +298,8 @@ class SimulatedNetwork:
         return RunResult(self.participants, dict(self.votes), list(self.decisions),
                          [s.up for s in self.sites], self.messages,
                          [s.log_records for s in self.sites], [s.log_forces for s in self.sites],
-                         self.trace, list(range(txns)), set(self.voted), set(self.lost_work))
+                         self.trace, list(range(txns)), set(self.voted), set(self.lost_work),
+                         set(self.read_only), set(self.left))
 
     # -- events ---------------------------------------------------------------------------------
     def _schedule(self, time: float, kind: str, payload: tuple) -> None:

@@ -12,13 +12,16 @@ record of never decided to commit it, and answers ABORT.
 
 ``PresumedAbort`` and ``PresumedCommit`` change what is forced and acknowledged through the hooks
 ``log_abort``, ``abort_needs_ack``, ``participant_commit_forced``, ``commit_needs_ack`` and
-``unknown_outcome``.
+``unknown_outcome``. ``read_only_votes`` turns on R*'s read-only optimization (Mohan, Lindsay
+and Obermarck 1986; presumed abort uses it): a participant that changed nothing logs nothing,
+votes READ and leaves; the coordinator tells the outcome only to the others (its COMMIT record
+names them, for recovery), and when every participant voted READ it logs nothing at all.
 """
 
 from __future__ import annotations
 
 from minidb.plugins import register
-from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR, CommitProtocol, Message
+from minidb.txn.commit.base import ABORT, COMMIT, COORDINATOR, READ, CommitProtocol, Message
 from minidb.txn.commit.simnet import Site
 
 PREPARED, END = "prepared", "end"
@@ -29,6 +32,9 @@ class TwoPhaseCommit(CommitProtocol):
     name = "2pc"
     #: what a coordinator answers about a transaction it has no record of
     unknown_outcome = ABORT
+    #: R*'s read-only optimization: a participant that changed nothing votes READ and leaves
+    #: (off in plain 2PC: every participant prepares and learns the outcome)
+    read_only_votes = False
 
     # -- the variants' hooks ----------------------------------------------------------------------
     def coordinator_begin(self, c: Site, txn: int) -> None:
@@ -56,16 +62,32 @@ class TwoPhaseCommit(CommitProtocol):
 
     def decide_at_coordinator(self, c: Site, txn: int, outcome: str) -> None:
         st = c.state.setdefault(txn, {"votes": {}, "acks": set()})
+        told = st["told"] = [p for p in c.participants if st["votes"].get(p) != READ]
+        if outcome == COMMIT and not told:
+            self.commit_read_only(c, txn, st)
+            return
         if outcome == COMMIT:
-            c.log(COMMIT, txn, force=True)
+            c.log(COMMIT, txn, force=True, told=told)  # recovery tells these again
         else:
             self.log_abort(c, txn)
         c.decide(txn, outcome)
-        self.send_outcome(c, txn, outcome, c.participants)
+        self.send_outcome(c, txn, outcome, told)
         if self.needs_ack(outcome):
             c.set_timer(txn, "acks")
         else:
             self.forget(c, txn, st)
+
+    def commit_read_only(self, c: Site, txn: int, st: dict) -> None:
+        """Every participant voted READ (R*, Mohan et al. 1986): nothing changed anywhere, so
+        there is nothing to make durable and nobody to tell. The coordinator logs nothing, not
+        even END, and commits; a crash afterwards forgets a transaction that changed nothing."""
+        c.decide(txn, COMMIT)
+        st["done"] = True
+
+    @staticmethod
+    def told(c: Site, st: dict) -> list[int]:
+        """The participants the outcome goes to: all but those that voted READ and left."""
+        return st.get("told", c.participants)
 
     def needs_ack(self, outcome: str) -> bool:
         return self.commit_needs_ack() if outcome == COMMIT else self.abort_needs_ack()
@@ -90,7 +112,7 @@ class TwoPhaseCommit(CommitProtocol):
             return
         if st is None:
             return
-        if m.kind in ("yes", "no") and outcome is None:
+        if m.kind in ("yes", "no", READ) and outcome is None:
             st["votes"][m.src] = m.kind
             if m.kind == "no":
                 self.decide_at_coordinator(c, txn, ABORT)
@@ -98,7 +120,7 @@ class TwoPhaseCommit(CommitProtocol):
                 self.decide_at_coordinator(c, txn, COMMIT)
         elif m.kind == "ack" and outcome is not None and not st.get("done"):
             st["acks"].add(m.src)
-            if len(st["acks"]) == len(c.participants):
+            if st["acks"] >= set(self.told(c, st)):
                 self.forget(c, txn, st)
 
     def remembered(self, c: Site, txn: int) -> str:
@@ -117,15 +139,17 @@ class TwoPhaseCommit(CommitProtocol):
             if p.state.get(txn) == PREPARED:
                 p.send(m.src, "yes", txn)  # a repeated PREPARE: the vote again
                 return
-            if p.vote(txn):
+            if not p.vote(txn):
+                self.log_abort(p, txn)
+                p.decide(txn, ABORT)
+                p.send(m.src, "no", txn)
+            elif self.read_only_votes and not p.changed(txn):
+                self.vote_read(p, txn, m.src)
+            else:
                 p.log(PREPARED, txn, force=True)
                 p.state[txn] = PREPARED
                 p.send(m.src, "yes", txn)
                 p.set_timer(txn, "outcome")
-            else:
-                self.log_abort(p, txn)
-                p.decide(txn, ABORT)
-                p.send(m.src, "no", txn)
         elif m.kind in (COMMIT, ABORT):
             if outcome is None:
                 if m.kind == COMMIT:
@@ -135,6 +159,14 @@ class TwoPhaseCommit(CommitProtocol):
                 p.decide(txn, m.kind)
             if self.needs_ack(m.kind):
                 p.send(m.src, "ack", txn)
+
+    def vote_read(self, p: Site, txn: int, coordinator: int) -> None:
+        """R*'s read-only vote (Mohan, Lindsay and Obermarck 1986): this participant changed
+        nothing, so it logs nothing (a crash leaves nothing to redo or undo), answers READ and
+        leaves. It is not told the outcome and sends no acknowledgement; a PREPARE that comes
+        again gets READ again."""
+        p.leave(txn)
+        p.send(coordinator, READ, txn)
 
     # -- the four handlers --------------------------------------------------------------------------
     def receive(self, s: Site, m: Message) -> None:
@@ -155,7 +187,7 @@ class TwoPhaseCommit(CommitProtocol):
         if tag == "votes" and outcome is None:
             self.decide_at_coordinator(s, txn, ABORT)
         elif tag == "acks" and outcome is not None:
-            missing = [p for p in s.participants if p not in st["acks"]]
+            missing = [p for p in self.told(s, st) if p not in st["acks"]]
             self.send_outcome(s, txn, outcome, missing)
             s.set_timer(txn, "acks")
 
@@ -165,9 +197,10 @@ class TwoPhaseCommit(CommitProtocol):
                 last = self.last_record(s, txn, (COMMIT, ABORT, END))
                 if last in (COMMIT, ABORT):
                     s.decide(txn, last)
-                    st = s.state[txn] = {"votes": {}, "acks": set()}
+                    st = s.state[txn] = {"votes": {}, "acks": set(),
+                                         "told": self.told_in_log(s, txn, last)}
                     if self.needs_ack(last):
-                        self.send_outcome(s, txn, last, s.participants)
+                        self.send_outcome(s, txn, last, st["told"])
                         s.set_timer(txn, "acks")
                     else:
                         st["done"] = True
@@ -182,6 +215,16 @@ class TwoPhaseCommit(CommitProtocol):
                 s.state[txn] = PREPARED
                 s.send(COORDINATOR, "ask", txn)
                 s.set_timer(txn, "outcome")
+
+    @staticmethod
+    def told_in_log(c: Site, txn: int, outcome: str) -> list[int]:
+        """Whom the outcome record of ``txn`` says to tell (every participant if it names
+        nobody: an abort record, or a protocol without read-only votes)."""
+        told = c.participants
+        for r in c.stable_log():
+            if r.txn == txn and r.kind == outcome and "told" in r.data:
+                told = list(r.data["told"])
+        return told
 
     def recover_undecided(self, c: Site, txn: int) -> None:
         """A transaction the coordinator has a record of but no outcome (presumed commit's
