@@ -353,11 +353,16 @@ def test_the_experiment_reports_every_protocol_and_refuses_bad_parameters():
     from minidb.experiments.registry import ExperimentError
 
     exp = get_experiment("ingres.commit_protocols")
-    rows = exp.run({"protocols": "2pc, 3pc", "seeds": 1})
+    rows = exp.run({"protocols": "2pc, 3pc, presumed_abort", "seeds": 1})
     table = {(r["row"], r["metric"]): r["value"] for r in rows}
     assert table["2pc", "violations"] == table["3pc", "violations"] == 0
+    assert table["presumed_abort", "violations"] == 0
     assert table["2pc", "blocked_runs"] > 0 and table["3pc", "blocked_runs"] == 0
     assert (table["2pc", "commit_messages"], table["3pc", "commit_messages"]) == (12, 15)
+    # a participant that changed nothing: 2PC ignores it, presumed abort lets it vote READ
+    assert (table["2pc", "read_only_messages"], table["2pc", "read_only_forces"]) == (12, 7)
+    assert (table["presumed_abort", "read_only_messages"],
+            table["presumed_abort", "read_only_forces"]) == (10, 5)
     for bad, says in (({"protocols": "nope"}, "unknown commit protocol 'nope'"),
                       ({"protocols": ""}, "unknown commit protocol"),
                       ({"participants": 1}, "at least 2"), ({"seeds": 0}, "at least 1")):

@@ -7,8 +7,10 @@ protocol (``minidb.txn.commit``: 2PC, presumed abort, presumed commit, 3PC, grou
 a student registers) over the fault matrix of ``minidb.txn.commit.matrix`` and reports, per
 protocol: runs, runs that broke a promise (must be 0), runs in which a coordinator that never
 came back left a participant in doubt (2PC-style protocols block; 3PC must not), and the
-messages and log forces of a fault-free commit and abort. No paper cell: these are checks and
-counts, not a reproduction.
+messages and log forces of a fault-free commit, of a fault-free abort, and of a fault-free
+commit in which participant 1 changed nothing (``read_only_*``: fewer only for a protocol with
+R*'s read-only votes, presumed abort). No paper cell: these are checks and counts, not a
+reproduction.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from minidb.plugins import names
 
 NAME = "ingres.commit_protocols"
 METRICS = ("runs", "violations", "blocked_runs", "commit_messages", "commit_forces",
-           "abort_messages", "abort_forces")
+           "abort_messages", "abort_forces", "read_only_messages", "read_only_forces")
 
 
 def _protocols(value) -> list[str]:
