@@ -362,6 +362,52 @@ def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | No
         sys.exit(1)
 
 
+@main.command(name="profile")
+@click.argument("name", required=False)
+@click.option("--kind", "kinds", multiple=True, metavar="KIND",
+              help="Only constants whose source is of this kind (stated, derived, calibrated, "
+                   "estimate, not modeled, what-if); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the constants as JSON.")
+@_user_errors
+def profile_cmd(name: str | None, kinds: tuple[str, ...], as_json: bool) -> None:
+    """The hardware profiles behind the modeled clock; with NAME, every constant of that profile
+    with its value, unit and source, and the published cells it was calibrated on."""
+    import json
+    from collections import Counter
+
+    from minidb.cost import PROFILES, SOURCE_KINDS, get_profile
+
+    wanted = {k.lower() for k in kinds}
+    if unknown := sorted(wanted - set(SOURCE_KINDS)):
+        raise MinidbError(f"unknown source kind {unknown[0]!r}; choose from "
+                          f"{', '.join(SOURCE_KINDS)}")
+    if name is None:
+        if as_json:
+            click.echo(json.dumps([{"name": p.name, "description": p.description}
+                                   for p in PROFILES.values()], indent=1))
+            return
+        for p in PROFILES.values():
+            counts = Counter(r["kind"] for r in p.provenance())
+            click.echo(f"{p.name:16} {p.description}")
+            click.echo(f"{'':16} " + ", ".join(f"{counts[k]} {k}" for k in SOURCE_KINDS
+                                                 if counts[k]))
+        return
+    prof = get_profile(name.lower())
+    rows = [r for r in prof.provenance() if not wanted or r["kind"] in wanted]
+    if as_json:
+        click.echo(json.dumps({"name": prof.name, "description": prof.description,
+                               "calibrated_on": list(prof.calibrated_on), "constants": rows},
+                              indent=1))
+        return
+    click.echo(f"{prof.name}: {prof.description}")
+    for cell in prof.calibrated_on:
+        click.echo(f"  calibrated on: {cell}")
+    for r in rows:
+        value = "none" if r["value"] is None else f"{r['value']:.6g}"
+        click.echo(f"\n  {r['constant']} = {value}  [{r['kind']}]  ({r['unit']})")
+        click.echo(f"      {r['source']}")
+
+
 @main.command(name="runs")
 @click.argument("paper", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")

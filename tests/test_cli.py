@@ -1,4 +1,5 @@
-"""The ``minidb`` command: datagen, demo and sql, and one-line errors with exit status 2."""
+"""The ``minidb`` command: datagen, demo, sql and profile, and one-line errors with exit status
+2."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def test_datagen_writes_the_generator_output(runner, tmp_path):
         (["sql", "SELECT * FROM w", "-t", "w"], "NAME=FILE.parquet"),
         (["sql", "SELECT * FROM w", "-t", "w=/no/such/file.parquet"], "no such file"),
         (["demo", "--policy", "nosuch", "--rows", "100"], "unknown buffer policy"),
+        (["profile", "cray"], "unknown hardware profile 'cray'"),
+        (["profile", "gamma", "--kind", "guess"], "unknown source kind 'guess'"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(runner, tmp_path, args, message):
@@ -81,3 +84,25 @@ def test_demo_answers_match_duckdb():
     clustered = by_query["1% selection, clustered index"]
     scan = by_query["1% nonindexed selection"]
     assert clustered["seq reads"] + clustered["rand reads"] < (scan["seq reads"] + scan["rand reads"]) / 10
+
+
+def test_profile_lists_every_profile_and_shows_one_constant_by_constant(runner):
+    import json
+
+    from minidb.cost import PROFILES, get_profile
+
+    listed = runner.invoke(main, ["profile"])
+    assert listed.exit_code == 0, listed.output
+    assert all(name in listed.output for name in PROFILES)
+    shown = runner.invoke(main, ["profile", "gamma", "--json"])
+    assert shown.exit_code == 0, shown.output
+    doc = json.loads(shown.output)
+    gamma = get_profile("gamma")
+    assert len(doc["constants"]) == len(gamma.provenance())
+    by_name = {r["constant"]: r for r in doc["constants"]}
+    assert by_name["instr_scan"]["kind"] == "calibrated"  # Table 7's MIN over 1M tuples
+    assert by_name["mips"]["kind"] == "stated" and by_name["mips"]["value"] == 0.6
+    assert doc["calibrated_on"] == list(gamma.calibrated_on)
+    only = runner.invoke(main, ["profile", "GAMMA", "--kind", "calibrated"])
+    assert only.exit_code == 0, only.output
+    assert "instr_scan = 549" in only.output and "mips =" not in only.output

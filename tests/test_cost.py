@@ -349,3 +349,21 @@ def test_breakdown_rows_and_explain():
     text = result.explain()
     assert "gamma" in text and "select" in text and "node 0" in text
     assert math.isclose(result.total_s, sum(p.total_s for p in result.phases))
+
+
+def test_every_constant_says_what_kind_of_source_it_has():
+    """``provenance`` (what ``minidb profile`` prints) sorts each source into one kind; a profile
+    with a calibrated constant names the published cells it was calibrated on."""
+    from minidb.cost import PROFILES, SOURCE_KINDS, source_kind
+
+    assert source_kind("calibrated: Table 7 ...") == "calibrated"
+    assert source_kind("Gamma paper §2.1: 80 Mbit/s token ring") == "stated"
+    assert source_kind("not modeled: 0, ...") == "not modeled"
+    for profile in PROFILES.values():
+        rows = profile.provenance()
+        assert [r["constant"] for r in rows] == list(NUMERIC_FIELDS)
+        assert {r["kind"] for r in rows} <= set(SOURCE_KINDS)
+        if any(r["kind"] == "calibrated" for r in rows):
+            assert profile.calibrated_on, profile.name
+    what_if = get_profile("gamma").replace(mips=6.0).provenance()
+    assert next(r for r in what_if if r["constant"] == "mips")["kind"] == "what-if"

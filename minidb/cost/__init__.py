@@ -20,11 +20,13 @@ from minidb.cost.model import (
 from minidb.cost.profiles import (
     NUMERIC_FIELDS,
     PROFILES,
+    SOURCE_KINDS,
     UNITS,
     HardwareProfile,
     get_profile,
     profile_names,
     register_profile,
+    source_kind,
 )
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "NUMERIC_FIELDS",
     "OPERATOR_COST_FIELD",
     "PROFILES",
+    "SOURCE_KINDS",
     "UNITS",
     "HardwareProfile",
     "ModeledTime",
@@ -45,4 +48,5 @@ __all__ = [
     "profile_names",
     "register_operator_kind",
     "register_profile",
+    "source_kind",
 ]

@@ -148,6 +148,22 @@ MECHANISM_DEFAULTS: dict[str, str] = {
 NUMERIC_FIELDS: tuple[str, ...] = tuple(UNITS)
 
 
+SOURCE_KINDS: tuple[str, ...] = ("stated", "derived", "calibrated", "estimate", "not modeled",
+                                  "what-if")
+"""How a constant's number was obtained, read from the first words of its source string:
+*stated* by a paper or the facts sheet; *derived* from stated numbers by arithmetic;
+*calibrated* on one published cell by a rule in this module (that cell is not counted as
+reproduced); an engineering *estimate*; *not modeled* (0: the mechanism is not part of this
+machine); *what-if*, set by a user (``HardwareProfile.replace``)."""
+
+
+def source_kind(source: str) -> str:
+    """The kind of ``source`` (one of ``SOURCE_KINDS``): the word before its first colon when
+    that is a kind, else "stated" (a source that names a paper or the facts sheet)."""
+    head = source.split(":", 1)[0].strip().lower()
+    return head if head in SOURCE_KINDS[1:] else "stated"
+
+
 @dataclass(frozen=True)
 class HardwareProfile:
     """One node of a machine, as the cost model sees it. Units are in ``UNITS``."""
@@ -324,6 +340,13 @@ class HardwareProfile:
     def constants(self) -> dict[str, float | int | None]:
         """Every numeric constant by field name (for tables in the explorer)."""
         return {f: getattr(self, f) for f in NUMERIC_FIELDS}
+
+    def provenance(self) -> list[dict]:
+        """Every numeric constant with its unit, value, source and the kind of source
+        (``source_kind``), in ``UNITS`` order: what ``minidb profile NAME`` prints."""
+        return [{"constant": f, "value": getattr(self, f), "unit": UNITS[f],
+                 "kind": source_kind(self.sources[f]), "source": self.sources[f]}
+                for f in NUMERIC_FIELDS]
 
     def estimated_fields(self) -> list[str]:
         """Fields whose source is an engineering estimate."""
