@@ -402,6 +402,9 @@ def profile_cmd(name: str | None, kinds: tuple[str, ...], as_json: bool) -> None
     click.echo(f"{prof.name}: {prof.description}")
     for cell in prof.calibrated_on:
         click.echo(f"  calibrated on: {cell}")
+    if not rows:
+        click.echo(f"  no constant of {prof.name} has a source of kind "
+                   f"{' or '.join(sorted(wanted))}")
     for r in rows:
         value = "none" if r["value"] is None else f"{r['value']:.6g}"
         click.echo(f"\n  {r['constant']} = {value}  [{r['kind']}]  ({r['unit']})")
