@@ -34,7 +34,7 @@ else:
 shown = st.multiselect("Show constants whose source is", list(SOURCE_KINDS),
                        default=[k for k in SOURCE_KINDS if k != "not modeled"],
                        key="profile_kinds")
-table = table[table["kind"].isin(shown)]
-table["value"] = table["value"].map(lambda v: "none" if v is None else f"{v:.6g}")
+table = table[table["kind"].isin(shown)].assign(
+    value=lambda t: t["value"].map(lambda v: "none" if v is None else f"{v:.6g}"))
 st.dataframe(table[["constant", "value", "kind", "unit", "source"]], hide_index=True,
              use_container_width=True)
