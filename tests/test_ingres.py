@@ -3,7 +3,7 @@ pricing on the VAX profiles, and the paper's findings.
 
 The engine runs at quick scale (0.1: 3,000 EMP, 150 DEPT, 100 updates); the counts are cached,
 so a broken profile only re-prices them. Rows are checked against DuckDB; each finding passes on
-the paper's own numbers and fails on a deliberately broken profile; three fail on minidb's model
+the paper's own numbers and fails on a deliberately broken profile; two fail on minidb's model
 and are marked as known failures. The join also runs with EMP replicated instead of DEPT (§5):
 its rows are the same, its scans are counted, and its extrapolation to the paper's size is
 checked against a run at twice the scale.
@@ -275,11 +275,15 @@ def _published_rows() -> list[dict]:
 FINDINGS = ["ingres.local_db_overhead", "ingres.updates_finish_sooner_on_more_sites",
             "ingres.three_sites_respond_faster", "ingres.total_cpu_constant_with_sites",
             "ingres.foreign_db_slower_than_local", "ingres.moving_emp_is_an_order_slower"]
-UPDATE_REASON = ("known failure on the model's update benchmark: local overhead +9% of elapsed "
-                 "(paper +19%), foreign +26% (paper +6%)")
 KNOWN_FAILURES = {
-    "ingres.local_db_overhead": UPDATE_REASON,
-    "ingres.foreign_db_slower_than_local": UPDATE_REASON,
+    # at --quick (100 updates) the 2-site scripts finish 12.1% sooner than normal INGRES, just
+    # under the bar (12.5%, half the paper's 25%); at the paper's size (1,000 updates) 12.8%.
+    # Half of each site's updates run on the other machine, and since the slave's share of a
+    # command is calibrated (Table 1, foreign 11/780 user time), the 11/750's slaves slow the
+    # 11/780's script: the model's 2-site run is 1.13-1.19x the paper's elapsed times
+    "ingres.updates_finish_sooner_on_more_sites": (
+        "known failure at --quick: 2 sites 12.1% sooner than normal INGRES, the bar is 12.5% "
+        "(the paper: 25%)"),
     # the model prices every EMP tuple a scan examines like a tuple the retrieve returns
     # (instr_query_tuple, calibrated on Table 3: ~3.5 ms of 11/780): 750 x 30,000 of them per
     # site make the EMP-moved join ~230x (2 sites) and ~215x (3 sites) slower, not ~20x; with
@@ -357,3 +361,87 @@ def test_moving_emp_bar_is_a_factor_of_2_around_the_papers_20():
     (cell,) = [c for c in load_reference("ingres").to_pylist()
                if c["row"] == "move_emp_instead_of_dept"]
     assert MOVE_EMP_BAR == (float(cell["value"]) / 2, float(cell["value"]) * 2) == (10, 40)
+
+
+# -- the commit protocol and the master/slave split of a command (§2) ------------------------------
+
+def _elapsed_rows(rows) -> dict[str, float]:
+    return {r["row"]: r["value"] for r in rows if r["metric"] == "elapsed"}
+
+
+def test_two_phase_commit_is_counted_not_assumed():
+    """The update's commit is what the registered 2PC does on the simulated network with one
+    participant: four messages (the model's paper work assumes the same four), one forced record
+    at the master (COMMIT) and two at the slave (PREPARED, COMMIT)."""
+    cost = ix.commit_cost("2pc")
+    assert (cost.messages, cost.master_forces, cost.slave_forces) == (4, 1, 2)
+    assert cost.messages == ingres_model.UPDATE_MESSAGES
+
+
+def test_a_dearer_commit_protocol_slows_only_the_distributed_updates():
+    """Three-phase commit sends more messages and forces more records than 2PC: every
+    distributed configuration of Table 1 takes longer; normal INGRES has no commit protocol."""
+    two = _elapsed_rows(run_experiment("ingres.updates", quick=True))
+    three = _elapsed_rows(run_experiment("ingres.updates", quick=True, commit_protocol="3pc"))
+    assert three["normal_ingres_11_780"] == two["normal_ingres_11_780"]
+    for row in two:
+        if row != "normal_ingres_11_780":
+            assert three[row] > two[row], row
+    # each extra force is one random 1 KiB write on the 11/780 (local data base: all on one site)
+    c2, c3 = ix.commit_cost("2pc"), ix.commit_cost("3pc")
+    extra_forces = (c3.master_forces + c3.slave_forces) - (c2.master_forces + c2.slave_forces)
+    vax = get_profile("vax780_ethernet")
+    floor = ix.UPDATES * extra_forces * vax.random_page_s(ingres_model.KIB)
+    gain = three["dist_local_db_11_780"] - two["dist_local_db_11_780"]
+    assert gain >= floor
+
+
+def test_a_students_commit_protocol_runs_in_table_1(monkeypatch):
+    """A protocol registered under a new name prices Table 1 without touching another file: one
+    whose participant does not force its COMMIT record saves one random write per update."""
+    from minidb.txn.commit.two_pc import TwoPhaseCommit
+
+    class LazyParticipant(TwoPhaseCommit):
+        name = "test_lazy_2pc"
+
+        def participant_commit_forced(self) -> bool:
+            return False
+
+    monkeypatch.setitem(_REGISTRY["commit"], "test_lazy_2pc", LazyParticipant)
+    assert ix.commit_cost("test_lazy_2pc").slave_forces == ix.commit_cost("2pc").slave_forces - 1
+    lazy = _elapsed_rows(run_experiment("ingres.updates", quick=True,
+                                        commit_protocol="test_lazy_2pc"))
+    plain = _elapsed_rows(run_experiment("ingres.updates", quick=True))
+    saved = plain["dist_local_db_11_780"] - lazy["dist_local_db_11_780"]
+    vax = get_profile("vax780_ethernet")
+    assert saved == pytest.approx(ix.UPDATES * vax.random_page_s(ingres_model.KIB)
+                                  + ix.UPDATES * vax.instr_os_kb / (vax.mips * 1e6), rel=1e-6)
+
+
+def test_an_unknown_commit_protocol_is_a_clear_error():
+    from minidb.experiments.registry import ExperimentError
+
+    with pytest.raises(ExperimentError, match="unknown commit protocol 'nope'.*2pc"):
+        run_experiment("ingres.updates", quick=True, commit_protocol="nope")
+
+
+def test_the_slave_does_its_share_of_each_command_on_a_foreign_data_base():
+    """§2: the master parses, the slave runs. With the master on an 11/750 and the data on the
+    11/780, the 11/780's user time is the slaves' share of the commands (plus the tuples); on one
+    machine the split changes nothing (normal INGRES and a local data base do both parts)."""
+    rows = run_experiment("ingres.updates", quick=True)
+    user = {r["row"]: r["value"] for r in rows if r["metric"] == "user_cpu_time"}
+    vax = get_profile("vax780_ethernet")
+    assert 0 < vax.instr_slave_command < vax.instr_command
+    slave_s = ix.UPDATES * vax.instr_slave_command / (vax.mips * 1e6)
+    assert user["dist_foreign_db_11_780"] == pytest.approx(slave_s, rel=0.05)
+    # the split is a split: master's part on the 11/750 plus the slave's on the 11/780 add up to
+    # the local data base's user time, in 11/780 seconds
+    total = user["dist_foreign_db_11_750"] * 0.629 + user["dist_foreign_db_11_780"]
+    assert total == pytest.approx(user["dist_local_db_11_780"], rel=1e-6)
+
+
+def test_a_slave_share_above_the_whole_command_is_refused():
+    vax = get_profile("vax780_ethernet")
+    with pytest.raises(ValueError, match="instr_slave_command is part of instr_command"):
+        dataclasses.replace(vax, instr_slave_command=vax.instr_command * 1.5)

@@ -7,21 +7,35 @@ INGRES's own code; *system* time, the CPU spent inside 4.1cBSD on INGRES's behal
 counted on real relations into those three times, with the constants of a hardware profile
 (``vax780_ethernet``, ``vax750_ethernet`` in ``minidb.cost.profiles``):
 
-    user    = (commands x instr_command + distributed commands x instr_dist_command
+    user    = (commands x (instr_command - instr_slave_command)
+               + executions x instr_slave_command
+               + distributed commands x instr_dist_command
                + tuples examined x instr_query_tuple + joined tuples x instr_substitution) / mips
-    system  = (KiB moved by system calls x instr_os_kb + updates x instr_os_update
+    system  = ((KiB moved by system calls + log forces) x instr_os_kb
+               + updates x instr_os_update
                + message ends x instr_control_message + packets x instr_packet) / mips
     disk    = sequential KiB x sequential_page_s(1 KiB)
-              + (random blocks + updates x deferred_update_ios) x random_page_s(1 KiB)
+              + (random blocks + updates x deferred_update_ios + log forces)
+              x random_page_s(1 KiB)
     busy    = user + system + disk       (one process at a time: 4.1cBSD overlaps nothing here)
 
 Where the pieces come from:
 
 * §2: a *master* INGRES parses and plans a command at the site where it was typed; *slaves*
-  (single-site INGRES without a parser) run it where the data is. Master and slave talk by
-  messages: the query and "done" for a retrieve; for an update also the two-phase commit's
-  "ready" and "commit" (four messages). Normal INGRES has no master/slave pair, only the pipe
-  between the terminal monitor and the DBMS (the command in, "done" back).
+  (single-site INGRES without a parser) run it where the data is. A command's fixed work
+  (``instr_command``) is split between them: the slave's part (``instr_slave_command``: setting
+  up and running the query it was sent) is paid once per slave that runs the command
+  (``executions``), the rest by the master. Normal INGRES does both parts in one process set, so
+  the split shows only when master and slave are on different machines (Table 1's foreign data
+  base, where the 11/780 runs nothing but slaves). Master and slave talk by messages: the query
+  and "done" for a retrieve; an update is committed by the commit protocol (two-phase commit in
+  the paper, §2), whose messages and log forces ``minidb.experiments.ingres`` counts by running
+  the registered protocol on the simulated network with one participant: the 2PC's four
+  messages (the prepare carries the update, then "ready", "commit", "done"), one forced log
+  write at the master and two at the slave. A forced log write is one 1 KiB block written at
+  random and waited for. Normal INGRES has no master/slave pair and no commit protocol (its
+  deferred-update file is its recovery), only the pipe between the terminal monitor and the DBMS
+  (the command in, "done" back).
 * §3: Distributed INGRES checks the distribution criteria of each command at run time
   (``instr_dist_command``). Each update of normal INGRES goes through a deferred-update (batch)
   file: the OS work and the synchronous I/Os that costs are ``instr_os_update`` and
@@ -70,7 +84,9 @@ EMP_BYTES, DEPT_BYTES = 38, 18
 JOINED_BYTES = EMP_BYTES + DEPT_BYTES
 
 UPDATE_MESSAGES = 4
-"""Master-slave messages of one distributed update: query, ready, commit, done (§2)."""
+"""Master-slave messages of one distributed update under two-phase commit with one participant:
+the prepare (carrying the update), ready, commit, done (§2). Used for the calibration's paper
+work; the experiment counts the messages of the protocol it runs."""
 RETRIEVE_MESSAGES = 2
 """Master-slave messages of one retrieve: query and done (§2)."""
 MONITOR_MESSAGES = 2
@@ -83,6 +99,9 @@ class Work:
 
     commands: float = 0.0
     """User commands parsed, planned and committed here (the master, or normal INGRES)."""
+    executions: float = 0.0
+    """Commands a slave ran here (its part of a command's fixed work; normal INGRES: one per
+    command, done by the same process set)."""
     dist_commands: float = 0.0
     """Of those, commands Distributed INGRES checked against the distribution criteria."""
     updates: float = 0.0
@@ -103,6 +122,9 @@ class Work:
     """Control-message ends: a message counts once at its sender and once at its receiver."""
     packets: float = 0.0
     """Network packets sent or received here."""
+    log_forces: float = 0.0
+    """Log records forced to disk by the commit protocol (each one block, written and waited
+    for)."""
 
     def __add__(self, other: Work) -> Work:
         return Work(**{f.name: getattr(self, f.name) + getattr(other, f.name)
@@ -129,17 +151,18 @@ class Times:
 def times(profile: HardwareProfile, work: Work) -> Times:
     """User CPU, system CPU and disk time of ``work`` on ``profile`` (the module's formulas)."""
     ips = profile.mips * 1e6
-    user = (work.commands * profile.instr_command
+    user = (work.commands * (profile.instr_command - profile.instr_slave_command)
+            + work.executions * profile.instr_slave_command
             + work.dist_commands * profile.instr_dist_command
             + work.tuples * profile.instr_query_tuple
             + work.joined * profile.instr_substitution) / ips
-    system = ((work.kb_seq + work.kb_random + work.kb_ipc) * profile.instr_os_kb
+    system = ((work.kb_seq + work.kb_random + work.kb_ipc + work.log_forces) * profile.instr_os_kb
               + work.updates * profile.instr_os_update
               + work.messages * profile.instr_control_message
               + work.packets * profile.instr_packet) / ips
     disk = (work.kb_seq * profile.sequential_page_s(KIB)
-            + (work.blocks_random + work.updates * profile.deferred_update_ios)
-            * profile.random_page_s(KIB))
+            + (work.blocks_random + work.updates * profile.deferred_update_ios
+               + work.log_forces) * profile.random_page_s(KIB))
     return Times(user, system, disk)
 
 
@@ -249,24 +272,42 @@ class UpdateCommand:
     slave: Work
 
 
-def update_parts(update: UpdateCommand, distributed: bool) -> tuple[Work, Work]:
+@dataclass(frozen=True)
+class CommitCost:
+    """What the commit protocol does to commit one update with one slave: its messages (each
+    counted at both ends) and the log records it forces at the master (the coordinator) and at
+    the slave (the participant). ``minidb.experiments.ingres.commit_cost`` counts them by running
+    a registered protocol on the simulated network."""
+
+    messages: int
+    master_forces: int
+    slave_forces: int
+
+
+def update_parts(update: UpdateCommand, distributed: bool,
+                 commit: CommitCost | None = None) -> tuple[Work, Work]:
     """The master's and the slave's work of one update (§2, §3): normal INGRES is one process
-    set talking to its terminal monitor; Distributed INGRES adds the run-time check and the four
-    master-slave messages, whose two ends are at the origin and the target."""
+    set talking to its terminal monitor; Distributed INGRES adds the run-time check and the
+    commit protocol's messages (their two ends at the origin and the target) and log forces."""
     master = Work(commands=1, messages=2 * MONITOR_MESSAGES)
-    slave = Work() + update.slave
+    slave = Work(executions=1) + update.slave
     if distributed:
+        if commit is None:
+            raise ValueError("a distributed update needs the commit protocol's cost (CommitCost)")
         master.dist_commands = 1
-        master.messages += UPDATE_MESSAGES
-        slave.messages += UPDATE_MESSAGES
+        master.messages += commit.messages
+        slave.messages += commit.messages
+        master.log_forces += commit.master_forces
+        slave.log_forces += commit.slave_forces
         if update.origin != update.target:  # each message is a packet on the Ethernet
-            master.packets += UPDATE_MESSAGES
-            slave.packets += UPDATE_MESSAGES
+            master.packets += commit.messages
+            slave.packets += commit.messages
     return master, slave
 
 
 def price_updates(sites: list[HardwareProfile], commands: list[UpdateCommand],
-                  distributed: bool, factor: float = 1.0) -> Priced:
+                  distributed: bool, factor: float = 1.0,
+                  commit: CommitCost | None = None) -> Priced:
     """User and system time per site and each site's elapsed time for its script (the module
     docstring); every count is multiplied by ``factor`` (a scaled run at the paper's size)."""
     n = len(sites)
@@ -274,13 +315,13 @@ def price_updates(sites: list[HardwareProfile], commands: list[UpdateCommand],
     latency = [0.0] * n
     served = [Work() for _ in range(n)]  # work done for another site's script
     for u in commands:
-        master, slave = (w.scaled(factor) for w in update_parts(u, distributed))
+        master, slave = (w.scaled(factor) for w in update_parts(u, distributed, commit))
         ingres[u.origin] = ingres[u.origin] + master
         ingres[u.target] = ingres[u.target] + slave
         latency[u.origin] += (times(sites[u.origin], master).busy
                               + times(sites[u.target], slave).busy)
         if u.origin != u.target:
-            latency[u.origin] += UPDATE_MESSAGES * message_wire_s(sites[u.origin]) * factor
+            latency[u.origin] += commit.messages * message_wire_s(sites[u.origin]) * factor
             served[u.target] = served[u.target] + slave
     site_times = [times(sites[s], ingres[s]) for s in range(n)]
     elapsed = []
@@ -291,7 +332,7 @@ def price_updates(sites: list[HardwareProfile], commands: list[UpdateCommand],
 
 
 # -- Calibration -----------------------------------------------------------------------------------
-# Seven constants no paper states are each derived from ONE published cell of normal (single-site)
+# Eight constants no paper states are each derived from ONE published cell of normal (single-site)
 # INGRES or of Distributed INGRES on a local data base, in this order, each given the ones before:
 # the work the paper's sizes imply (below) is priced with the constant at 0 and at 1, and the
 # constant is the value that lands the modeled time on the cell (every time is linear in it).
@@ -304,16 +345,19 @@ JOIN_OUT_KB = EMP_TUPLES * JOINED_BYTES / KIB
 #: 1,200 blocks and pipes 30,000 tuples to the monitor; an update reads and writes one hashed
 #: block; the join scans DEPT and substitutes each tuple into a hashed query on EMP
 PAPER_WORK: dict[str, Work] = {
-    "retrieve": Work(commands=1, tuples=EMP_TUPLES, kb_seq=EMP_BLOCKS,
+    "retrieve": Work(commands=1, executions=1, tuples=EMP_TUPLES, kb_seq=EMP_BLOCKS,
                      kb_ipc=2 * RETRIEVE_OUT_KB, messages=2 * MONITOR_MESSAGES),
-    "update": Work(commands=UPDATES, updates=UPDATES, tuples=UPDATES, blocks_random=2 * UPDATES,
+    "update": Work(commands=UPDATES, executions=UPDATES, updates=UPDATES, tuples=UPDATES, blocks_random=2 * UPDATES,
                    kb_random=2 * UPDATES, messages=2 * MONITOR_MESSAGES * UPDATES),
-    "join": Work(commands=1, tuples=DEPT_TUPLES + EMP_TUPLES, joined=EMP_TUPLES,
+    "join": Work(commands=1, executions=1, tuples=DEPT_TUPLES + EMP_TUPLES, joined=EMP_TUPLES,
                  kb_seq=DEPT_TUPLES * DEPT_BYTES / KIB, blocks_random=DEPT_TUPLES,
                  kb_random=DEPT_TUPLES, kb_ipc=2 * JOIN_OUT_KB, messages=2 * MONITOR_MESSAGES),
 }
 PAPER_WORK["update_distributed"] = PAPER_WORK["update"] + Work(
     dist_commands=UPDATES, messages=2 * UPDATE_MESSAGES * UPDATES)
+#: the 11/780's user work on a foreign data base (§3): it runs only the slaves, which execute
+#: the 1,000 updates (one tuple each) that the 11/750's master parsed and sent
+PAPER_WORK["update_foreign_slave"] = Work(executions=UPDATES, tuples=UPDATES)
 
 #: (constant, cell (reference, row, column), published seconds, paper work, which time);
 #: the order is the order of derivation
@@ -330,6 +374,8 @@ CALIBRATION = (
     ("instr_substitution", ("Table 4", "normal_ingres_11_780", "user_time"), 521, "join", "user"),
     ("instr_dist_command", ("Table 1", "dist_local_db_11_780", "user_time"), 546,
      "update_distributed", "user"),
+    ("instr_slave_command", ("Table 1", "dist_foreign_db_11_780", "user_time"), 334,
+     "update_foreign_slave", "user"),
 )
 
 

@@ -98,6 +98,8 @@ UNITS: dict[str, str] = {
                          "(read off a block, qualified, its target list formed)",
     "instr_command": "instructions of INGRES code per user command (parse, query modification, "
                      "decomposition, commit)",
+    "instr_slave_command": "of instr_command, the instructions a slave INGRES spends on a command "
+                           "it runs for a master (setting up and running the query it was sent)",
     "instr_substitution": "instructions of INGRES code per result tuple of tuple substitution "
                           "(a joined tuple of a two-variable query)",
     "instr_dist_command": "extra instructions per command in Distributed INGRES (run-time check "
@@ -136,6 +138,7 @@ MECHANISM_DEFAULTS: dict[str, str] = {
                        "path lengths",
     "instr_query_tuple": "not modeled: 0, INGRES's query processor is not this machine's",
     "instr_command": "not modeled: 0, INGRES's query processor is not this machine's",
+    "instr_slave_command": "not modeled: 0, INGRES's query processor is not this machine's",
     "instr_substitution": "not modeled: 0, INGRES's query processor is not this machine's",
     "instr_dist_command": "not modeled: 0, INGRES's query processor is not this machine's",
     "instr_os_kb": "not modeled: 0, system calls are not priced on this machine",
@@ -267,7 +270,10 @@ class HardwareProfile:
     instr_query_tuple: float = 0.0
     """INGRES: instructions per tuple a one-variable query examines (``minidb.cost.ingres_model``)."""
     instr_command: float = 0.0
-    """INGRES: instructions per user command a master parses, plans and commits."""
+    """INGRES: instructions per user command (parse, plan, run, commit), master and slave together."""
+    instr_slave_command: float = 0.0
+    """Distributed INGRES: the slave's part of ``instr_command`` (§2: slaves run what masters
+    parse); the master does the rest. Between 0 and ``instr_command``."""
     instr_substitution: float = 0.0
     """INGRES: instructions per joined tuple formed by tuple substitution (Distributed INGRES §5)."""
     instr_dist_command: float = 0.0
@@ -315,6 +321,9 @@ class HardwareProfile:
         for f in ("mips", "disk_transfer_mb_s", "net_mbit_s", "packet_bytes"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"profile {self.name!r}: {f} must be > 0")
+        if self.instr_slave_command > self.instr_command:
+            raise ValueError(f"profile {self.name!r}: instr_slave_command is part of "
+                             f"instr_command ({self.instr_command}), not {self.instr_slave_command}")
         if self.net_cpu_share > 1:
             raise ValueError(f"profile {self.name!r}: net_cpu_share is a share of the interface's "
                              f"time, between 0 and 1, not {self.net_cpu_share}")

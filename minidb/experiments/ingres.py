@@ -63,6 +63,7 @@ from minidb.cost.ingres_model import (
     MONITOR_MESSAGES,
     RETRIEVE_MESSAGES,
     CommandRun,
+    CommitCost,
     Copy,
     Priced,
     UpdateCommand,
@@ -214,18 +215,42 @@ def _update_configs(scale: float, seed: int):
         yield f"dist_{n}_sites", _site_names(n), count_updates(scale, seed, n).commands, True
 
 
+def commit_cost(protocol: str) -> CommitCost:
+    """Messages and log forces of one fault-free commit under the registered commit protocol
+    ``protocol`` with one participant, counted on the simulated network
+    (``minidb.txn.commit``): the coordinator is the master, the participant the slave (§2)."""
+    from minidb.plugins import names
+    from minidb.txn.commit.matrix import one_run
+
+    known = names("commit")
+    if not isinstance(protocol, str) or protocol.lower() not in known:
+        raise ExperimentError(f"ingres.updates: unknown commit protocol {protocol!r}; choose one "
+                              f"of: {', '.join(known)}")
+    run = one_run(protocol.lower(), participants=1)
+    if run.outcome(0, 0) != "commit":
+        raise ExperimentError(f"ingres.updates: commit protocol {protocol!r} did not commit a "
+                              f"fault-free update with one participant (it decided "
+                              f"{run.outcome(0, 0)!r})")
+    return CommitCost(messages=run.messages, master_forces=run.log_forces[0],
+                      slave_forces=run.log_forces[1])
+
+
 @experiment("ingres.updates", title="Simple updates: 1,000 random single-tuple replaces (Table 1)",
-            references=("Table 1",), defaults={"scale": 1.0, "seed": 0},
+            references=("Table 1",), defaults={"scale": 1.0, "seed": 0, "commit_protocol": "2pc"},
             quick={"scale": 0.1})
 def updates(p: Params, progress: Progress) -> list[dict]:
+    """Table 1; ``commit_protocol`` commits each distributed update (the paper's is two-phase
+    commit, §2; any registered protocol may replace it, and its messages and log forces are
+    priced)."""
     _check(p, "ingres.updates")
     name, ref, factor = "ingres.updates", "Table 1", 1.0 / p["scale"]
-    params = {"scale": p["scale"], "seed": p["seed"]}
+    params = {"scale": p["scale"], "seed": p["seed"], "commit_protocol": p["commit_protocol"]}
+    commit = commit_cost(p["commit_protocol"])
     progress.start(len(CONFIGS))
     rows = []
     for config, names, commands, distributed in _update_configs(p["scale"], p["seed"]):
         profiles = [get_profile(x) for x in names]
-        priced = price_updates(profiles, commands, distributed, factor)
+        priced = price_updates(profiles, commands, distributed, factor, commit)
         rows += _cpu_rows(name, ref, config, priced, names, params)
         row_names = _row_names(config, len(names))
         for s, elapsed in enumerate(priced.elapsed):
@@ -302,6 +327,7 @@ def _result_work(q: SiteQuery, kb_out: float, remote: bool, factor: float) -> Wo
     (``query_work``), then its result sent through a local message (send and receive: 2 x its
     KiB) or written to a temporary file."""
     work = query_work(q, factor)
+    work.executions += 1  # the slave's part of the command's fixed work
     if remote:
         work.kb_seq += kb_out * factor
     else:
@@ -326,7 +352,7 @@ def _command_run(config: str, sites: list[SiteQuery], tuple_bytes: int, factor: 
             return CommandRun([get_profile(VAX780)], 0, master, {0: slave})
         master.packets = RETRIEVE_MESSAGES
         slave = _result_work(q, kb_out, True, factor) + Work(
-            messages=RETRIEVE_MESSAGES, packets=RETRIEVE_MESSAGES).scaled(factor)
+            messages=RETRIEVE_MESSAGES, packets=RETRIEVE_MESSAGES)
         return CommandRun([get_profile(VAX780), get_profile(VAX750)], 1, master,
                           {0: slave}, {0: kb_out * factor})
     n = len(sites)
