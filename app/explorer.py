@@ -1366,8 +1366,8 @@ VOLCANO_STEPS = (
         "§6.3, Table V, §7, Figure 7", "align_4_bytes",
         "Records aligned to 4 bytes instead of 16: 100-byte records no longer carry 12 bytes "
         "of padding, so every transfer moves 12% less. (The paper's §6.1 staggered flushes "
-        "come before this, in experiment volcano.staggering; §6.2 processor affinity too, which "
-        "the model cannot show.) The "
+        "come before this, in experiment volcano.staggering; §6.2 processor affinity in "
+        "volcano.affinity, and from here on processes are bound to their CPUs.) The "
         "initial software runs again beside the final one, as in Figure 7.",
         "About 5% faster in the paper rather than the hoped-for 12%. The tuned sort is about "
         "3.6 times faster than the initial one at 16 disks, with close to linear speedup.",

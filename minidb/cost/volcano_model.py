@@ -49,6 +49,16 @@ constant fitted to a published time (the profile gives its rule and cell); it st
 the per-record work of the iterators that the shared path lengths leave out (the call through
 the support-function pointer, the state record, the record's descriptor).
 
+Processor affinity (§6.2): each disk I/O a process issues (a cluster read or written) puts it to
+sleep until the I/O completes, and the paper says its context switches were of this kind. Without
+affinity DYNIX may wake it on any free CPU; the model takes each of the ``C`` CPUs (one per
+process, §3.3) as equally likely, an estimate no source gives, so a wake-up lands on another CPU
+with probability ``(C - 1) / C``. There the process finds a cache holding another process's data
+and refills its own, ``cpu_cache_bytes`` over the bus (a sort's working set is far larger than
+the 64 KB cache). With affinity (``price(..., affinity=True)``: DYNIX's firm binding, on from
+§6.2) it always resumes where its cache is, and pays nothing. The refills are bus demand like
+any other transfer, so they queue with the disks' and the copies' bytes.
+
 The flush (§6.1) is the one phase priced on its own, by ``flush_phase``, and only when asked
 for: ``price`` spreads a process's demands evenly over its run and leaves the flush calls out
 (as before the flush was counted), so no other number moves. At the end the processes finish
@@ -62,8 +72,8 @@ free ("staggered sufficiently to allow one process to acquire the lock before th
 request", §6.1). The flush's writes are I/O, done without the pool lock (§2.1), and already
 priced with the driver's output.
 
-Not modeled: cache effects (process-to-processor affinity, Table IV; the cache side of record
-alignment, §4.2), the spinners' traffic slowing other transfers on the bus (the handoff is
+Not modeled: cache effects other than the refill after a move to another CPU (the cache side of
+record alignment, §4.2; cache misses of a process that stays where it is), the spinners' traffic slowing other transfers on the bus (the handoff is
 charged to the lock it holds up, not queued at the bus centre as well), and phases other than
 the flush (in ``price`` every demand is spread evenly over the run).
 """
@@ -117,8 +127,21 @@ class SortTime:
         return self.lock_wait_s / n / self.elapsed_s if self.elapsed_s else 0.0
 
 
-def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(own time per process, demand matrix process x centre, centre names), in seconds."""
+def migrations(run: SortRun, affinity: bool) -> np.ndarray:
+    """Per process, the wake-ups after a disk I/O that land on another CPU (module docstring):
+    its clusters read and written x ``(C - 1) / C`` without affinity, none with it."""
+    n = run.setup.processes
+    if affinity or n < 2:
+        return np.zeros(n)
+    waits = np.array([w.clusters_read_sequential + w.clusters_read_random
+                      + w.clusters_written_sequential for w in run.work], dtype=float)
+    return waits * (n - 1) / n
+
+
+def demands(run: SortRun, profile: HardwareProfile, affinity: bool = False
+            ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(own time per process, demand matrix process x centre, centre names), in seconds.
+    ``affinity``: processes bound to their CPUs (§6.2), so no cache refills after an I/O."""
     setup, counters = run.setup, run.buffer.counters
     n, pools = setup.processes, setup.pools
     channels = max(1, int(profile.disk_channels) or n)
@@ -135,6 +158,7 @@ def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndar
     names.append("bus")
     own = np.zeros(n)
     demand = np.zeros((n, len(names)))
+    refills = migrations(run, affinity) * profile.cpu_cache_bytes
     for p, w in enumerate(run.work):
         records_unfixed = w.records_scanned + w.records_received + w.records_out
         records_passed = records_unfixed          # one next() call each (see the docstring)
@@ -153,7 +177,7 @@ def demands(run: SortRun, profile: HardwareProfile) -> tuple[np.ndarray, np.ndar
         demand[p, :pools] = (unfix[p] * profile.lock_hold_unfix_us
                              + cluster_calls[p] * profile.lock_hold_cluster_us) / 1e6
         demand[p, pools + p % channels] = (sequential + w.clusters_read_random) * transfer_s
-        demand[p, -1] = w.bus_bytes / (profile.interconnect_mbit_s / 8 * 1e6)
+        demand[p, -1] = (w.bus_bytes + refills[p]) / (profile.interconnect_mbit_s / 8 * 1e6)
     return own, demand, names
 
 
@@ -202,9 +226,10 @@ def solve(own: np.ndarray, demand: np.ndarray, handoff: np.ndarray | None = None
     return time_at
 
 
-def price(run: SortRun, profile: HardwareProfile) -> SortTime:
-    """The modeled elapsed time and lock statistics of ``run`` on ``profile``."""
-    own, demand, names = demands(run, profile)
+def price(run: SortRun, profile: HardwareProfile, affinity: bool = False) -> SortTime:
+    """The modeled elapsed time and lock statistics of ``run`` on ``profile``; ``affinity``:
+    every process bound to its CPU (§6.2; the paper turned it on for Table V and after)."""
+    own, demand, names = demands(run, profile, affinity)
     handoff = lock_handoffs(run, profile, len(names))
     time_at = solve(own, demand, handoff)
     spin = handoff * others_queued(own, time_at)
