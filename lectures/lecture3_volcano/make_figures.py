@@ -4,13 +4,15 @@
     .venv/bin/python lectures/lecture3_volcano/make_figures.py --scale 0.05 --disks 2,4 --out /tmp/f
     MINIDB_LECTURE_SCALE=0.05 .venv/bin/python lectures/lecture3_volcano/make_figures.py --disks 2,4
 
-Every minidb number drawn comes from the seven experiments of ``minidb.experiments.volcano``
+Every minidb number drawn comes from eight experiments of ``minidb.experiments.volcano``
 (``run_experiment``): a real parallel sort of ``scale`` x 1,000,000 records of 100 bytes whose
 counters (buffer calls per pool, clusters read and written, bytes over the bus) are priced on the
-``sequent`` profile by ``minidb.cost.volcano_model``. The paper's numbers (open diamonds, hatched
-bars) are read from ``datasets/reference/volcano_*.csv``; at a scale other than 1 they are
-multiplied by the scale so that the two stay on one axis (a rough comparison only: the paper's
-numbers belong to the full size).
+``sequent`` profile by ``minidb.cost.volcano_model``. As in the paper, the steps before §6.2 run
+with processes free to move between CPUs (each wake-up on another CPU refills its cache over the
+bus); Table IV's second row and Table V run with each process bound to its CPU. The paper's
+numbers (open diamonds, hatched bars) are read from ``datasets/reference/volcano_*.csv``; at a
+scale other than 1 they are multiplied by the scale so that the two stay on one axis (a rough
+comparison only: the paper's numbers belong to the full size).
 
 A sort needs three clusters of sort space per process (two merge inputs and an output). With the
 paper's 12 MB at a small scale, 32 KB clusters no longer fit on many disks: the script keeps, for
@@ -48,6 +50,7 @@ from minidb.experiments.volcano import (  # noqa: E402
     INITIAL,
     KB,
     SORT_SPACE,
+    STAGGER,
     TUNED_IO,
     UNFIX_SCHEMES,
 )
@@ -95,7 +98,7 @@ def plan(scale: float, disks: list[int]) -> dict:
 
 
 def run_all(scale: float, seed: int, where: dict) -> dict[str, list[dict]]:
-    """The seven experiments (sorts shared between them are run once: the experiments keep
+    """The eight experiments (sorts shared between them are run once: the experiments keep
     each configuration's counts)."""
     common = {"scale": scale, "seed": seed}
     pair = where["pair"]
@@ -106,6 +109,7 @@ def run_all(scale: float, seed: int, where: dict) -> dict[str, list[dict]]:
         "unfix": ("volcano.unfix", {"disks": pair}),
         "pools_simple": ("volcano.pools_simple", {"disks": [where["top"]], "pools": list(POOLS)}),
         "pools": ("volcano.pools", {"disks": pair, "pools": [1, 2]}),
+        "affinity": ("volcano.affinity", {"disks": pair}),
         "final": ("volcano.final", {"disks": where["big"], "initial_disks": where["four"]}),
     }
     rows = {}
@@ -126,13 +130,15 @@ def table(rows: list[dict]) -> dict[tuple[str, int, str], float]:
     return out
 
 
-def slowest_process(scale: float, seed: int, disks: int, config: dict) -> dict[str, float]:
-    """Where the slowest process of one configuration spends its time. The sort comes from the
-    experiments' own cache (``minidb.experiments.volcano``), so nothing is sorted twice."""
+def slowest_process(scale: float, seed: int, disks: int, config: dict,
+                    bound: bool = False) -> dict[str, float]:
+    """Where the slowest process of one configuration spends its time; ``bound``: processes
+    bound to their CPUs (§6.2), so no cache refills. The sort comes from the experiments' own
+    cache (``minidb.experiments.volcano``), so nothing is sorted twice."""
     from minidb.experiments.volcano import counted_sort
 
     run = counted_sort(disks, scale, seed, **config)
-    timing = price(run, get_profile("sequent"))
+    timing = price(run, get_profile("sequent"), affinity=bound)
     return max(timing.per_process, key=lambda r: r["elapsed_s"])
 
 
@@ -175,27 +181,31 @@ def paper_steps(paper: dict, disks: int) -> list[float | None]:
             cell("Table II", "simple", f"disks_{disks}_time"),
             cell("Table II", "macro_1", f"disks_{disks}_time"),
             cell("Table III", "pools_2", f"disks_{disks}_time"),
+            cell("Table IV", "affinity_off", f"disks_{disks}"),
             cell("Table IV", "affinity_on", f"disks_{disks}"),
             cell("Table V", "align_4_bytes", f"disks_{disks}")]
 
 
 STEPS = ("initial\n4 KB", "32 KB\nclusters", "16-byte\nalignment", "grouped\nunfix",
-         "two\npools", "stagger,\naffinity", "4-byte\nalignment")
-STEP_CONFIGS = (INITIAL, {**INITIAL, "cluster_bytes": 32 * KB}, TUNED_IO,
-                {**TUNED_IO, "unfix": "macro_1"}, {**TUNED_IO, "unfix": "macro_1", "pools": 2},
-                {**FINAL, "alignment": 16}, FINAL)
+         "two\npools", "staggered\nflushes", "bound to\nCPUs", "4-byte\nalignment")
+STEP_CONFIGS = (  # (sort configuration, processes bound to their CPUs)
+    (INITIAL, False), ({**INITIAL, "cluster_bytes": 32 * KB}, False), (TUNED_IO, False),
+    ({**TUNED_IO, "unfix": "macro_1"}, False), ({**TUNED_IO, "unfix": "macro_1", "pools": 2}, False),
+    ({**STAGGER, "flush_stagger_ms": 2.0}, False), ({**STAGGER, "flush_stagger_ms": 2.0}, True),
+    (FINAL, True))
 
 
 def model_steps(t: dict[str, dict], disks: int) -> list[float | None]:
-    """minidb's time for each tuning step (affinity changes nothing in the model, and staggering
-    by 2 ms adds under 0.1% (``volcano.staggering``): that step is the two-pool, 16-byte run of
-    ``volcano.final``)."""
+    """minidb's time for each tuning step. The staggered step is Table IV's unbound run of
+    ``volcano.affinity`` (2 ms delays; in ``price`` the flush is left out, so it is the two-pool
+    run's time), the bound step its bound run, which is also Table V's 16-byte run."""
     return [t["initial"].get(("sort_initial", disks, "elapsed")),
             t["clusters"].get(("cluster_32kb", disks, "elapsed")),
             t["unfix"].get(("simple", disks, "elapsed")),
             t["unfix"].get(("macro_1", disks, "elapsed")),
             t["pools"].get(("pools_2", disks, "elapsed")),
-            t["final"].get(("align_16_bytes", disks, "elapsed")),
+            t["affinity"].get(("affinity_off", disks, "elapsed")),
+            t["affinity"].get(("affinity_on", disks, "elapsed")),
             t["final"].get(("align_4_bytes", disks, "elapsed"))]
 
 
@@ -396,7 +406,7 @@ def steps_figure(t: dict, paper: dict, breakdown: list[dict], where: dict, scale
     """The tuning story at the largest disk count: minidb and paper, and where the slowest
     process's time goes at each step."""
     top = where["top"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 3.9))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 3.9))
     published = paper_steps(paper, top)
     _grouped_bars(left, list(STEPS), [
         ("minidb", model_steps(t, top), {"color": "C0"}),
@@ -576,6 +586,20 @@ def report(t: dict, paper: dict, aligned: dict, breakdown: list[dict], where: di
                   f"{p[(f'pools_{k}', d, 'lock_hold_time')]:.3f}, waited "
                   f"{p[(f'pools_{k}', d, 'lock_wait_time')]:.3f}{published}")
 
+    a = t["affinity"]
+    cache = get_profile("sequent").cpu_cache_bytes
+    print("\n== processor affinity (Table IV; two pools, macro [1], 16-byte alignment, flushes "
+          "staggered by 2 ms)")
+    for d in pair:
+        off, on = a[("affinity_off", d, "elapsed")], a[("affinity_on", d, "elapsed")]
+        p_off = paper.get(("Table IV", "affinity_off", f"disks_{d}", "elapsed"))
+        p_on = paper.get(("Table IV", "affinity_on", f"disks_{d}", "elapsed"))
+        published = "" if p_off is None else f" (paper {p_off:g} -> {p_on:g} s, x{p_off / p_on:.4f})"
+        print(f"  {d:>2} disks: unbound {off:.2f} s, bound {on:.2f} s, x{off / on:.4f}{published}; "
+              f"cache refills unbound {a[('affinity_off', d, 'cache_refills')]:,.0f} "
+              f"({a[('affinity_off', d, 'cache_refills')] * cache / 1e6:,.0f} MB over the bus),"
+              f" bound {a[('affinity_on', d, 'cache_refills')]:,.0f}")
+
     f = t["final"]
     print("\n== final (Table V, §7, Figure 7; 32 KB clusters, macro [1], two pools)")
     for row in ("align_16_bytes", "align_4_bytes"):
@@ -639,8 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     t = {key: table(r) for key, r in rows.items()}
     paper = paper_cells()
     aligned = alignment_at_first(args.scale, args.seed, where["top"])
-    breakdown = [slowest_process(args.scale, args.seed, where["top"], config)
-                 for config in STEP_CONFIGS]
+    breakdown = [slowest_process(args.scale, args.seed, where["top"], config, bound)
+                 for config, bound in STEP_CONFIGS]
     records = max(1000, round(1_000_000 * args.scale))
 
     initial_figure(t["initial"], paper, args.scale, out)
