@@ -1326,7 +1326,8 @@ VOLCANO_STEPS = (
         "(16 bytes). A 100-byte record needs no padding for 4 bytes but 12 bytes for 16, so "
         "16-byte alignment moves 12% more clusters.",
         "No appreciable difference: faster aligned access and more bytes to move cancel out. "
-        "The paper keeps 16 bytes, to study caches later. (The model has no caches: in it the "
+        "The paper keeps 16 bytes, to study caches later. (The model has no cache effect of "
+        "alignment: in it the "
         "padding is simply small beside the lock.)",
         (), ("Figure 3",)),
     VolcanoStep(
