@@ -249,7 +249,8 @@ def _cause_not_in_model(reason: str) -> tuple[bool, str]:
          "32 KB clusters, one pool, one unfix call per record): at each disk count the slowest "
          f"alignment is at most {ALIGN_FIRST_BAR:.3f} times the fastest (half the ~5% §6.3 calls "
          "significant). The paper's reason is two effects cancelling, the padding's extra I/O "
-         "and faster aligned access; the model has no caches, so in it the padding alone must "
+         "and faster aligned access; the model prices no faster access to aligned records, so in "
+         "it the padding alone must "
          "stay small beside the rest of the work", "volcano.alignment")
 def _align_first(rows):
     t = _values(rows, "volcano.alignment", "elapsed")
