@@ -384,3 +384,25 @@ def test_in_subquery_with_many_values():
                         "SELECT COUNT(*) FROM a WHERE x NOT IN (SELECT y FROM b WHERE y > 100)",
                         "SELECT COUNT(*) FROM a WHERE x IN (SELECT y FROM b WHERE y < 0)"):
                 _check(db, {"a": a, "b": b}, sql)
+
+
+# -- three-valued BETWEEN, and UPDATE ... SET c = NULL on no rows (audit) ------------------------
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_between_with_a_null_bound_is_false_where_the_other_bound_fails(nodes):
+    """``x BETWEEN lo AND NULL`` is ``x >= lo AND x <= NULL``: FALSE (not NULL) where
+    ``x < lo``, so ``NOT`` of it keeps those rows, as DuckDB does (minidb once made any NULL
+    bound NULL, and ``NOT BETWEEN`` lost them, also inside a LEFT JOIN's ON)."""
+    t = pa.table({"k": [1, 2, 3, 4, None], "lo": [0, 5, None, 3, 1], "s": ["a", "zz", None, "b", "c"]})
+    u = pa.table({"k": [1, 2, 3], "v": [10, 20, 30]})
+    with minidb.connect(nodes=nodes, disk_nodes=nodes) if nodes > 1 else minidb.connect() as db:
+        db.create_table("t", t)
+        db.create_table("u", u)
+        for sql in ("SELECT k FROM t WHERE s NOT BETWEEN 'b' AND NULL",
+                    "SELECT k FROM t WHERE k NOT BETWEEN NULL AND 2",
+                    "SELECT k FROM t WHERE k NOT BETWEEN lo AND 3",
+                    "SELECT k FROM t WHERE NOT (k BETWEEN lo AND NULL) OR k IS NULL",
+                    "SELECT k, CASE WHEN k BETWEEN lo AND NULL THEN 1 WHEN NOT (k BETWEEN lo AND NULL) "
+                    "THEN 2 ELSE 3 END FROM t",
+                    "SELECT t.k, u.v FROM t LEFT JOIN u ON t.k = u.k AND t.s NOT BETWEEN 'zz' AND NULL"):
+            _check(db, {"t": t, "u": u}, sql)
+

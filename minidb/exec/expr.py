@@ -242,6 +242,16 @@ class Between(Expr):
         v = self.value.evaluate(batch)
         return (v >= _operand(self.low, batch)) & (v <= _operand(self.high, batch))
 
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        """``v BETWEEN lo AND hi`` is ``v >= lo AND v <= hi`` with three-valued AND: a NULL
+        bound makes it NULL only where the other half is not FALSE, so ``5 BETWEEN 7 AND NULL``
+        is FALSE (and ``NOT`` of it TRUE), as in DuckDB. Not a strict operator, then."""
+        if self.low.null_mask(batch) is None and self.high.null_mask(batch) is None:
+            return super().null_mask(batch)  # only the value can be NULL: strict is right
+        halves = (Compare(">=", self.value, self.low), Compare("<=", self.value, self.high))
+        unknown = _connective(halves, batch, decided_by=False)[1]
+        return unknown if unknown.any() else None
+
     def columns(self) -> set[str]:
         return self.value.columns() | self.low.columns() | self.high.columns()
 
