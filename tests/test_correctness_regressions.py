@@ -406,3 +406,19 @@ def test_between_with_a_null_bound_is_false_where_the_other_bound_fails(nodes):
                     "SELECT t.k, u.v FROM t LEFT JOIN u ON t.k = u.k AND t.s NOT BETWEEN 'zz' AND NULL"):
             _check(db, {"t": t, "u": u}, sql)
 
+
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_update_set_null_matching_no_rows(nodes):
+    """``UPDATE t SET s = NULL WHERE <nothing matches>`` changes nothing; minidb once refused it
+    with "column 's' stores text, got a number" (the NULL's placeholders were int64 zeros)."""
+    t = pa.table({"k": pa.array([1, 2, 3], pa.int32()), "s": ["a", "b", None]})
+    with minidb.connect(nodes=nodes, disk_nodes=nodes) if nodes > 1 else minidb.connect() as db:
+        db.create_table("t", t)
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (k INTEGER, s VARCHAR)")
+        con.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, NULL)")
+        for sql in ("UPDATE t SET s = NULL WHERE k > 5", "UPDATE t SET s = NULL, k = k + 1 WHERE k < 0",
+                    "UPDATE t SET s = NULL WHERE k = 1"):
+            db.sql(sql)
+            con.execute(sql)
+            _same(db.sql("SELECT * FROM t").to_pylist(), con.execute("SELECT * FROM t").fetchall(), sql)
