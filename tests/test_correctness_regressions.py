@@ -422,3 +422,20 @@ def test_update_set_null_matching_no_rows(nodes):
             db.sql(sql)
             con.execute(sql)
             _same(db.sql("SELECT * FROM t").to_pylist(), con.execute("SELECT * FROM t").fetchall(), sql)
+
+
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_float_modulo_zero_is_nan(nodes):
+    """DuckDB raises for ``x % 0`` over integers (and DECIMAL literals) but gives nan when an
+    operand is a DOUBLE; minidb once raised ``DivisionByZeroError`` for ``f % 0`` too."""
+    from minidb.errors import DivisionByZeroError
+
+    t = pa.table({"k": [1, 0, None], "f": [0.0, -1.5, None]})
+    with minidb.connect(nodes=nodes, disk_nodes=nodes) if nodes > 1 else minidb.connect() as db:
+        db.create_table("t", t)
+        for sql in ("SELECT f % 0, f % 0.0, f % k, k % f, 5 % f, CAST(k AS DOUBLE) % 0, k / 2 % 0 FROM t",
+                    "SELECT k FROM t WHERE f % 0 = 1 OR k % 2 = 1"):
+            _check(db, {"t": t}, sql)
+        for sql in ("SELECT k % 0 FROM t", "SELECT k % 0.0 FROM t", "SELECT (k * 1.5) % 0 FROM t"):
+            with pytest.raises(DivisionByZeroError):
+                db.sql(sql)
