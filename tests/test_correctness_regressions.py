@@ -439,3 +439,30 @@ def test_float_modulo_zero_is_nan(nodes):
         for sql in ("SELECT k % 0 FROM t", "SELECT k % 0.0 FROM t", "SELECT (k * 1.5) % 0 FROM t"):
             with pytest.raises(DivisionByZeroError):
                 db.sql(sql)
+
+
+@pytest.mark.parametrize("spec", ["round_robin", "hash(k)", "range(k: 2, 4)"])
+def test_failed_parallel_update_or_delete_changes_no_node(spec):
+    """Without a data directory, an UPDATE or DELETE that fails on one node (a value that does
+    not fit its column, ``% 0``) once left the other nodes' changes in place; DuckDB, and minidb
+    on one node, leave the table as it was. The nodes now put their before-images back."""
+    from minidb.errors import DivisionByZeroError, SchemaError
+
+    t = pa.table({"k": pa.array([-2147483648, 1, 2, 3, 4, 5, 0, 2147483647], pa.int32()),
+                  "f": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]})
+    with minidb.connect(nodes=3, disk_nodes=3) as db:
+        db.create_table("t", t, partition=spec)
+        db.create_index("t", "f")
+        for sql, error in (("UPDATE t SET f = k, k = k - 1", SchemaError),
+                           ("UPDATE t SET k = -k WHERE f > 0", SchemaError),
+                           ("UPDATE t SET f = f * 2, k = 10 % k", DivisionByZeroError),
+                           ("DELETE FROM t WHERE 10 % k = 0", DivisionByZeroError)):
+            with pytest.raises(error):
+                db.sql(sql)
+            _check(db, {"t": t}, "SELECT * FROM t")
+            _check(db, {"t": t}, "SELECT k FROM t WHERE f = 6.0")
+        db.sql("UPDATE t SET k = k + 1 WHERE k BETWEEN 0 AND 5")  # then one that succeeds
+        con = duckdb.connect()
+        con.register("t", t)
+        want = con.execute("SELECT CASE WHEN k BETWEEN 0 AND 5 THEN k + 1 ELSE k END, f FROM t")
+        _same(db.sql("SELECT * FROM t").to_pylist(), want.fetchall(), "after the UPDATE")

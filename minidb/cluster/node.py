@@ -231,6 +231,9 @@ class Node:
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, plan.Fragment]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
+        # before-images of the last UPDATE or DELETE on a heap table (``undo_change``), kept
+        # only when there is no data directory whose journal would undo it
+        self._undo: list[tuple[str, np.ndarray | None, np.ndarray]] = []
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
         self._lock = threading.Lock()
@@ -580,7 +583,14 @@ class Node:
         from minidb.exec.modify import Delete
 
         scan = plan.Fragment("delete", plan.Scan(table, filters, with_rids=True), hint=hint)
-        root = Delete(Materialize(build_tree(self.db, scan, None)), self.db.catalog.get(table))
+        t = self.db.catalog.get(table)
+        self._undo = []
+        keep = None
+        if t.organization == "heap" and self.db.journal is None:  # before-images, as for UPDATE
+            def keep(batch: np.ndarray) -> np.ndarray:
+                self._undo.append((table, None, t.schema.gather(batch).copy()))
+                return batch
+        root = Delete(Materialize(build_tree(self.db, scan, None), keep), t)
         count = int(root.collect()["count"].sum())
         self.db.finish_change()
         self._count_tree(root)
@@ -610,18 +620,28 @@ class Node:
         source = tree if in_place else Materialize(tree)
         changed = kept = 0
         leaving = []
+        # a heap file's record ids stay put, so its before-images can undo this node's part if
+        # another node fails the statement (the coordinator's ``undo_change``); with a data
+        # directory the journal does that
+        self._undo = []
+        undo = t.organization == "heap" and self.db.journal is None
         source.open()
         try:
             while (found := source.next()) is not None:
+                old = t.schema.gather(found).copy() if undo else None
                 rids, records = new_records(t, found, assignments)
                 stay = np.ones(len(records), dtype=bool)
                 if moves and len(records):
                     stay = np.asarray(consumers)[partitioner.route(records)] == self.node_id
                 if stay.any():
                     t.update(rids[stay], records[stay])
+                    if undo:
+                        self._undo.append((table, rids[stay], old[stay]))
                 if (~stay).any():
                     t.delete(rids[~stay])
                     leaving.append(records[~stay])
+                    if undo:
+                        self._undo.append((table, None, old[~stay]))
                 changed += len(records)
                 kept += int(stay.sum())
         except Exception as e:
@@ -645,6 +665,29 @@ class Node:
             split.run()
             self._count_split(split)
         return changed
+
+    def undo_change(self, exchange_id: str | None = None) -> int:
+        """Put back what this node's part of the last UPDATE or DELETE changed (its
+        before-images), and drop the moved tuples it holds for exchange ``exchange_id``: another
+        node failed the
+        statement, and without a data directory nothing else would undo this node's part (the
+        statement must change every node or none). Returns how many tuples were put back."""
+        if exchange_id is not None:
+            self._held.pop(exchange_id, None)
+        undo, self._undo = self._undo, []
+        for table, rids, old in reversed(undo):
+            t = self.db.catalog.get(table)
+            if rids is None:
+                t.insert(old)  # a deleted tuple, or one that had moved away: back again
+            else:
+                t.update(rids, old)
+        if undo:
+            self.db.finish_change()
+        return sum(len(old) for _, _, old in undo)
+
+    def forget_undo(self) -> None:
+        """The statement succeeded everywhere: the before-images are not needed any more."""
+        self._undo = []
 
     def update_check(self, table: str, filters: list, assignments: dict,
                      fragments: PredicateFragments, hint=None) -> int:
