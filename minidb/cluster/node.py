@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import Counter
 from typing import Any, Protocol
 
 import numpy as np
@@ -231,9 +232,10 @@ class Node:
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, plan.Fragment]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
-        # before-images of the last UPDATE or DELETE on a heap table (``undo_change``), kept
-        # only when there is no data directory whose journal would undo it
-        self._undo: list[tuple[str, np.ndarray | None, np.ndarray]] = []
+        # before-images of the last UPDATE or DELETE (``undo_change``), kept only when there is
+        # no data directory whose journal would undo it: (table, how, old records, rids or new
+        # records), ``how`` one of "rids", "values", "insert"
+        self._undo: list[tuple[str, str, np.ndarray, np.ndarray | None]] = []
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
         self._lock = threading.Lock()
@@ -586,9 +588,9 @@ class Node:
         t = self.db.catalog.get(table)
         self._undo = []
         keep = None
-        if t.organization == "heap" and self.db.journal is None:  # before-images, as for UPDATE
+        if self.db.journal is None:  # before-images, as for UPDATE
             def keep(batch: np.ndarray) -> np.ndarray:
-                self._undo.append((table, None, t.schema.gather(batch).copy()))
+                self._undo.append((table, "insert", t.schema.gather(batch).copy(), None))
                 return batch
         root = Delete(Materialize(build_tree(self.db, scan, None), keep), t)
         count = int(root.collect()["count"].sum())
@@ -620,11 +622,13 @@ class Node:
         source = tree if in_place else Materialize(tree)
         changed = kept = 0
         leaving = []
-        # a heap file's record ids stay put, so its before-images can undo this node's part if
-        # another node fails the statement (the coordinator's ``undo_change``); with a data
-        # directory the journal does that
+        # before-images, to undo this node's part if another node fails the statement (the
+        # coordinator's ``undo_change``); with a data directory the journal does that. A heap
+        # file's record ids stay put; in a clustered or hash file a changed tuple may move, so
+        # it is found again by its new values
         self._undo = []
-        undo = t.organization == "heap" and self.db.journal is None
+        undo = self.db.journal is None
+        how = "rids" if t.organization == "heap" else "values"
         source.open()
         try:
             while (found := source.next()) is not None:
@@ -636,12 +640,13 @@ class Node:
                 if stay.any():
                     t.update(rids[stay], records[stay])
                     if undo:
-                        self._undo.append((table, rids[stay], old[stay]))
+                        after = rids[stay] if how == "rids" else records[stay]
+                        self._undo.append((table, how, old[stay], after))
                 if (~stay).any():
                     t.delete(rids[~stay])
                     leaving.append(records[~stay])
                     if undo:
-                        self._undo.append((table, None, old[~stay]))
+                        self._undo.append((table, "insert", old[~stay], None))
                 changed += len(records)
                 kept += int(stay.sum())
         except Exception as e:
@@ -669,21 +674,35 @@ class Node:
     def undo_change(self, exchange_id: str | None = None) -> int:
         """Put back what this node's part of the last UPDATE or DELETE changed (its
         before-images), and drop the moved tuples it holds for exchange ``exchange_id``: another
-        node failed the
-        statement, and without a data directory nothing else would undo this node's part (the
-        statement must change every node or none). Returns how many tuples were put back."""
+        node failed the statement, and without a data directory nothing else would undo this
+        node's part (the statement must change every node or none). Returns how many tuples
+        were put back."""
         if exchange_id is not None:
             self._held.pop(exchange_id, None)
         undo, self._undo = self._undo, []
-        for table, rids, old in reversed(undo):
+        for table, how, old, after in reversed(undo):
             t = self.db.catalog.get(table)
-            if rids is None:
-                t.insert(old)  # a deleted tuple, or one that had moved away: back again
+            if how == "rids":
+                t.update(after, old)
             else:
-                t.update(rids, old)
+                if how == "values":  # the changed tuples, wherever the file moved them
+                    t.delete(self._rids_of(t, after))
+                t.insert(old)  # a deleted tuple, or one that had moved away: back again
         if undo:
             self.db.finish_change()
-        return sum(len(old) for _, _, old in undo)
+        return sum(len(old) for _, _, old, _ in undo)
+
+    def _rids_of(self, t: Table, records: np.ndarray) -> np.ndarray:
+        """Record ids of tuples of ``t`` equal to ``records`` (as many of each as it holds)."""
+        everything = plan.Fragment("undo", plan.Scan(t.name, [], with_rids=True))
+        found = Materialize(build_tree(self.db, everything, None)).collect()
+        wanted = Counter(r.tobytes() for r in records)
+        rids = []
+        for rid, r in zip(found[RID].tolist(), t.schema.gather(found), strict=True):
+            if wanted[key := r.tobytes()] > 0:
+                wanted[key] -= 1
+                rids.append(rid)
+        return np.asarray(rids, dtype=np.int64)
 
     def forget_undo(self) -> None:
         """The statement succeeded everywhere: the before-images are not needed any more."""
