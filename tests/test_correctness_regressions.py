@@ -474,3 +474,21 @@ def test_failed_parallel_update_or_delete_changes_no_node(spec, organization):
         con.register("t", t)
         want = con.execute("SELECT CASE WHEN k BETWEEN 0 AND 5 THEN k + 1 ELSE k END, f FROM t")
         _same(db.sql("SELECT * FROM t").to_pylist(), want.fetchall(), "after the UPDATE")
+
+
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_nan_is_one_group(nodes):
+    """NaN (in the data, or from ``0 / 0``) is one group for GROUP BY, DISTINCT and UNION, as in
+    DuckDB; minidb once made a group of every NaN row (NaN != NaN), and hashed NaNs of
+    different sign bits to different nodes."""
+    t = pa.table({"k": pa.array([0, 0, 1, 2, 0], pa.int64()),
+                  "f": [float("nan"), 1.5, float("nan"), -float("nan"), None]})
+    with minidb.connect(nodes=nodes, disk_nodes=nodes) if nodes > 1 else minidb.connect() as db:
+        db.create_table("t", t)
+        for sql in ("SELECT f, COUNT(*), SUM(k) FROM t GROUP BY f",
+                    "SELECT DISTINCT f FROM t",
+                    "SELECT DISTINCT k / 0 FROM t",
+                    "SELECT k / 0 AS r, COUNT(*) FROM t GROUP BY r",
+                    "SELECT COUNT(DISTINCT f) FROM t",
+                    "SELECT f FROM t UNION SELECT k / 0 FROM t"):
+            _check(db, {"t": t}, sql)
