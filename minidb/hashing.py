@@ -21,6 +21,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+_NAN_BITS = np.array([np.nan]).view(np.uint64)[0]
 
 
 def mix64(z: np.ndarray) -> np.ndarray:
@@ -99,8 +100,9 @@ def canonical_number_bits(col: np.ndarray) -> np.ndarray:
 
     A number is taken as the float64 SQL compares it as (an int with a float is compared as a
     double in DuckDB and in numpy); a whole float64 within int64's range gives the bits of that
-    int64, any other float its IEEE bits (with -0.0 folded into 0.0). Integers up to 2**53 in
-    magnitude are exact doubles, so the common case needs no conversion at all.
+    int64, any other float its IEEE bits (with -0.0 folded into 0.0, and every NaN given the same
+    bits). Integers up to 2**53 in magnitude are exact doubles, so the common case needs no
+    conversion at all.
     """
     col = np.asarray(col)
     if col.dtype.kind in "iub":
@@ -113,6 +115,7 @@ def canonical_number_bits(col: np.ndarray) -> np.ndarray:
         whole = (np.floor(f) == f) & (np.abs(f) < 2.0**63)
     bits = f.view(np.uint64).copy()
     bits[whole] = f[whole].astype(np.int64).view(np.uint64)
+    bits[np.isnan(f)] = _NAN_BITS  # every NaN alike (0/0 may set the sign bit): one group
     return bits
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import Counter
 from typing import Any, Protocol
 
 import numpy as np
@@ -231,6 +232,10 @@ class Node:
         self.peers: list[Any] = []
         self._open: dict[str, tuple[Operator, plan.Fragment]] = {}
         self._held: dict[str, list[np.ndarray]] = {}
+        # before-images of the last UPDATE or DELETE (``undo_change``), kept only when there is
+        # no data directory whose journal would undo it: (table, how, old records, rids or new
+        # records), ``how`` one of "rids", "values", "insert"
+        self._undo: list[tuple[str, str, np.ndarray, np.ndarray | None]] = []
         self._loads: dict[str, TableLoader] = {}  # bulk loads under way, by table name
         self._spools: dict[str, list] = {}  # overflow files of distributed joins, by name
         self._lock = threading.Lock()
@@ -580,7 +585,14 @@ class Node:
         from minidb.exec.modify import Delete
 
         scan = plan.Fragment("delete", plan.Scan(table, filters, with_rids=True), hint=hint)
-        root = Delete(Materialize(build_tree(self.db, scan, None)), self.db.catalog.get(table))
+        t = self.db.catalog.get(table)
+        self._undo = []
+        keep = None
+        if self.db.journal is None:  # before-images, as for UPDATE
+            def keep(batch: np.ndarray) -> np.ndarray:
+                self._undo.append((table, "insert", t.schema.gather(batch).copy(), None))
+                return batch
+        root = Delete(Materialize(build_tree(self.db, scan, None), keep), t)
         count = int(root.collect()["count"].sum())
         self.db.finish_change()
         self._count_tree(root)
@@ -610,18 +622,31 @@ class Node:
         source = tree if in_place else Materialize(tree)
         changed = kept = 0
         leaving = []
+        # before-images, to undo this node's part if another node fails the statement (the
+        # coordinator's ``undo_change``); with a data directory the journal does that. A heap
+        # file's record ids stay put; in a clustered or hash file a changed tuple may move, so
+        # it is found again by its new values
+        self._undo = []
+        undo = self.db.journal is None
+        how = "rids" if t.organization == "heap" else "values"
         source.open()
         try:
             while (found := source.next()) is not None:
+                old = t.schema.gather(found).copy() if undo else None
                 rids, records = new_records(t, found, assignments)
                 stay = np.ones(len(records), dtype=bool)
                 if moves and len(records):
                     stay = np.asarray(consumers)[partitioner.route(records)] == self.node_id
                 if stay.any():
                     t.update(rids[stay], records[stay])
+                    if undo:
+                        after = rids[stay] if how == "rids" else records[stay]
+                        self._undo.append((table, how, old[stay], after))
                 if (~stay).any():
                     t.delete(rids[~stay])
                     leaving.append(records[~stay])
+                    if undo:
+                        self._undo.append((table, "insert", old[~stay], None))
                 changed += len(records)
                 kept += int(stay.sum())
         except Exception as e:
@@ -645,6 +670,43 @@ class Node:
             split.run()
             self._count_split(split)
         return changed
+
+    def undo_change(self, exchange_id: str | None = None) -> int:
+        """Put back what this node's part of the last UPDATE or DELETE changed (its
+        before-images), and drop the moved tuples it holds for exchange ``exchange_id``: another
+        node failed the statement, and without a data directory nothing else would undo this
+        node's part (the statement must change every node or none). Returns how many tuples
+        were put back."""
+        if exchange_id is not None:
+            self._held.pop(exchange_id, None)
+        undo, self._undo = self._undo, []
+        for table, how, old, after in reversed(undo):
+            t = self.db.catalog.get(table)
+            if how == "rids":
+                t.update(after, old)
+            else:
+                if how == "values":  # the changed tuples, wherever the file moved them
+                    t.delete(self._rids_of(t, after))
+                t.insert(old)  # a deleted tuple, or one that had moved away: back again
+        if undo:
+            self.db.finish_change()
+        return sum(len(old) for _, _, old, _ in undo)
+
+    def _rids_of(self, t: Table, records: np.ndarray) -> np.ndarray:
+        """Record ids of tuples of ``t`` equal to ``records`` (as many of each as it holds)."""
+        everything = plan.Fragment("undo", plan.Scan(t.name, [], with_rids=True))
+        found = Materialize(build_tree(self.db, everything, None)).collect()
+        wanted = Counter(r.tobytes() for r in records)
+        rids = []
+        for rid, r in zip(found[RID].tolist(), t.schema.gather(found), strict=True):
+            if wanted[key := r.tobytes()] > 0:
+                wanted[key] -= 1
+                rids.append(rid)
+        return np.asarray(rids, dtype=np.int64)
+
+    def forget_undo(self) -> None:
+        """The statement succeeded everywhere: the before-images are not needed any more."""
+        self._undo = []
 
     def update_check(self, table: str, filters: list, assignments: dict,
                      fragments: PredicateFragments, hint=None) -> int:

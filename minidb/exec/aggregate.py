@@ -417,10 +417,16 @@ class HashAggregate(Operator):
         return part
 
     def _group_keys(self, part: np.ndarray) -> list[np.ndarray]:
-        """The group columns, each followed by its null mask: NULL is a group of its own."""
+        """The group columns, each followed by its null mask: NULL is a group of its own. NaN
+        is one group too, as in DuckDB (NaN != NaN would make a group of every NaN row): a float
+        key with NaNs is compared with them zeroed, beside a NaN flag."""
         keys = []
         for g in self.group_names:
-            keys.append(part[g])
+            col = part[g]
+            if col.dtype.kind == "f" and (nan := np.isnan(col)).any():
+                keys += [np.where(nan, 0.0, col), nan]
+            else:
+                keys.append(col)
             if (nulls := null_mask(part, g)) is not None:
                 keys.append(nulls)
         return keys

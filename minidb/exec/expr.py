@@ -242,6 +242,16 @@ class Between(Expr):
         v = self.value.evaluate(batch)
         return (v >= _operand(self.low, batch)) & (v <= _operand(self.high, batch))
 
+    def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
+        """``v BETWEEN lo AND hi`` is ``v >= lo AND v <= hi`` with three-valued AND: a NULL
+        bound makes it NULL only where the other half is not FALSE, so ``5 BETWEEN 7 AND NULL``
+        is FALSE (and ``NOT`` of it TRUE), as in DuckDB. Not a strict operator, then."""
+        if self.low.null_mask(batch) is None and self.high.null_mask(batch) is None:
+            return super().null_mask(batch)  # only the value can be NULL: strict is right
+        halves = (Compare(">=", self.value, self.low), Compare("<=", self.value, self.high))
+        unknown = _connective(halves, batch, decided_by=False)[1]
+        return unknown if unknown.any() else None
+
     def columns(self) -> set[str]:
         return self.value.columns() | self.low.columns() | self.high.columns()
 
@@ -347,7 +357,7 @@ class Arith(Expr):
             result = _ARITH[self.op](left, right)
         if self.op in ("+", "-", "*") and np.asarray(result).dtype.kind == "i":
             check_int_overflow(self.op, left, right, result, self)
-        if self.op == "%":
+        if self.op == "%" and (np.asarray(result).dtype.kind == "i" or _exact(self, batch)):
             check_no_zero_divisor(right, self, _operand(self.left, batch), self._nulls_of(batch))
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
 
@@ -368,9 +378,21 @@ class Arith(Expr):
         return f"({self.left} {self.op} {self.right})"
 
 
+def _exact(e: Expr, batch: np.ndarray) -> bool:
+    """Whether DuckDB computes ``e`` exactly, as an integer or a DECIMAL (a literal such as 2.5,
+    and ``+ - * %`` of such values), rather than as a DOUBLE (a float column, ``/``): its
+    ``x % 0`` raises on the former and gives nan on the latter."""
+    if isinstance(e, Const):
+        return True
+    if isinstance(e, Arith):
+        return e.op != "/" and _exact(e.left, batch) and _exact(e.right, batch)
+    return np.asarray(e.evaluate(batch)).dtype.kind != "f"
+
+
 def check_no_zero_divisor(divisor, expr: Expr, dividend, nulls: np.ndarray | None) -> None:
-    """``x % 0`` is an error, as in DuckDB (``x / 0`` is not: it gives inf or nan, IEEE's answer,
-    as DuckDB's does). A row whose operands are NULL has no divisor to check."""
+    """``x % 0`` over integers (or DECIMAL literals) is an error, as in DuckDB; ``x / 0`` is not:
+    it gives inf or nan, IEEE's answer, as DuckDB's does, and so does ``x % 0`` when an operand
+    is a DOUBLE (``_exact``). A row whose operands are NULL has no divisor to check."""
     zero, dividend = np.broadcast_arrays(np.atleast_1d(np.asarray(divisor) == 0),
                                          np.atleast_1d(dividend))
     if nulls is not None:

@@ -26,7 +26,7 @@ import numpy as np
 
 from minidb.catalog import Table
 from minidb.errors import MinidbError, SchemaError
-from minidb.exec.expr import Col
+from minidb.exec.expr import Col, Expr
 from minidb.exec.iterator import Operator
 from minidb.exec.scan import RID, ArrayScan
 from minidb.exec.store import Store
@@ -41,7 +41,7 @@ from minidb.sql.translate import (
     UpdateStatement,
     coerce,
 )
-from minidb.storage.schema import Schema, int_column, null_mask, set_null_mask
+from minidb.storage.schema import Column, Schema, int_column, null_mask, set_null_mask
 
 
 @dataclass
@@ -140,11 +140,7 @@ def _update(db, st: UpdateStatement, planner: Planner) -> Outcome:
     def check(batch: np.ndarray) -> np.ndarray:
         # compute every new value and convert it to its column now, before any page changes
         for name, e in assignments.items():
-            values = np.asarray(e.evaluate(batch))
-            if values.ndim == 0:
-                values = np.broadcast_to(values, (len(batch),))
-            if (nulls := e.null_mask(batch)) is not None and nulls.any():
-                values = _zero_where(nulls, values, table.schema.column(name))
+            values, _ = _assigned_values(e, batch, table.schema.column(name))
             coerce(values, table.schema.column(name), f"UPDATE {table.name}")
         return batch
 
@@ -161,17 +157,27 @@ def new_records(table: Table, batch: np.ndarray, assignments: dict) -> tuple[np.
     if records is batch:
         records = batch.copy()
     for name, e in assignments.items():
-        values = np.asarray(e.evaluate(batch))
-        if values.ndim == 0:
-            values = np.broadcast_to(values, (len(batch),))
-        nulls = e.null_mask(batch)
+        values, nulls = _assigned_values(e, batch, table.schema.column(name))
         if nulls is not None and nulls.any():
-            values = _zero_where(nulls, values, table.schema.column(name))
             if not table.schema.column(name).nullable:
                 raise SchemaError(f"UPDATE {table.name}: column {name!r} is NOT NULL; it cannot be set to NULL")
         records[name] = coerce(values, table.schema.column(name), f"UPDATE {table.name}")
         set_null_mask(records, name, nulls)
     return np.asarray(batch[RID], dtype=np.int64), records
+
+
+def _assigned_values(e: Expr, batch: np.ndarray, column: Column) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values ``SET column = e`` gives the rows of ``batch``, NULLs stored as zeros of the
+    column's layout, and the null mask. With no rows at all the placeholders are replaced too:
+    ``SET s = NULL`` evaluates to int64 zeros, which a text column would refuse even when the
+    WHERE clause matches nothing."""
+    values = np.asarray(e.evaluate(batch))
+    if values.ndim == 0:
+        values = np.broadcast_to(values, (len(batch),))
+    nulls = e.null_mask(batch)
+    if nulls is not None and (nulls.any() or not len(batch)):
+        values = _zero_where(nulls, values, column)
+    return values, nulls
 
 
 def _refuse_nulls(table: Table, column: str, nulls: np.ndarray) -> None:

@@ -55,7 +55,7 @@ NULL: the literal, ``IS [NOT] NULL``, ``INSERT`` of NULL or with a nullable colu
 ``UPDATE ... SET c = NULL``; NULL is comparable with anything (the comparison is NULL).
 
 Arithmetic follows DuckDB: ``%`` truncates toward zero and ``x % 0`` raises
-``DivisionByZeroError``; ``/`` always gives a float, and ``x / 0`` is IEEE's inf or nan, as in
+``DivisionByZeroError`` (over integers; a float column's ``f % 0`` is nan, as in DuckDB); ``/`` always gives a float, and ``x / 0`` is IEEE's inf or nan, as in
 DuckDB 2. AND and OR decide left to right: a part is not evaluated on tuples an earlier part
 already decided, so ``x <> 0 AND 7 % x = 1`` is safe.
 """
