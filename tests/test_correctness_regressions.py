@@ -476,6 +476,24 @@ def test_failed_parallel_update_or_delete_changes_no_node(spec, organization):
         _same(db.sql("SELECT * FROM t").to_pylist(), want.fetchall(), "after the UPDATE")
 
 
+def test_a_failed_undo_says_the_table_may_be_partly_changed(monkeypatch):
+    """If putting the before-images back fails too (say the node that failed is gone), the user
+    is told both failures and that only a data directory makes every statement all or nothing."""
+    from minidb.cluster.node import Node
+    from minidb.errors import MinidbError
+
+    def broken_undo(self, exchange_id=None):
+        raise RuntimeError("node gone")
+
+    monkeypatch.setattr(Node, "undo_change", broken_undo)
+    t = pa.table({"k": pa.array([0, 1, 2, 3, 4, 5], pa.int32())})
+    with minidb.connect(nodes=3, disk_nodes=3) as db:
+        db.create_table("t", t, partition="round_robin")
+        with pytest.raises(MinidbError, match=r"(?s)statement failed \(.*% 0.*\), and putting "
+                           r"back.*node gone.*partly changed.*data_dir"):
+            db.sql("DELETE FROM t WHERE 10 % k = 0")
+
+
 @pytest.mark.parametrize("nodes", [1, 3])
 def test_nan_is_one_group(nodes):
     """NaN (in the data, or from ``0 / 0``) is one group for GROUP BY, DISTINCT and UNION, as in

@@ -1154,22 +1154,31 @@ class ParallelPlanner:
             out = self.scheduler.phase("update", calls, texts=[f"update {table.name} on nodes {targets}"]
                                        + ([f"tuples whose node under {p.describe()} changes move to it"]
                                           if moves else []))
-        except Exception:
-            self._undo_change(targets, x)
+        except Exception as failure:
+            self._undo_change(targets, failure, x)
             raise
         self._forget_undo(targets)
         if moves:
             self.scheduler.phase("insert moved tuples", [(n, "insert_held", (x, table.name)) for n in disk])
         return int(sum(out[-len(targets):]))
 
-    def _undo_change(self, targets: list[int], exchange_id: str | None = None) -> None:
+    def _undo_change(self, targets: list[int], failure: Exception,
+                     exchange_id: str | None = None) -> None:
         """An UPDATE or DELETE failed on some node (a value that does not fit its column, an
         overflow, a ``% 0``) after others had changed their fragments: without a data
         directory, whose journal undoes the statement on every node, the nodes put their
         before-images back (``Node.undo_change``), so the failed statement leaves the table as
         it was, as on one node. (Only heap tables keep before-images; see ``Node.update``.)"""
         if self.pdb.data_dir is None:
-            self.pdb.backend.call_many([(n, "undo_change", (exchange_id,)) for n in targets], "undo")
+            try:
+                self.pdb.backend.call_many([(n, "undo_change", (exchange_id,)) for n in targets],
+                                           "undo")
+            except Exception as e:  # e.g. the node that failed the statement is gone
+                raise MinidbError(
+                    f"the statement failed ({failure}), and putting back what it had changed "
+                    f"failed too on some node ({e}); the table may be partly changed. A data directory "
+                    f"(connect(data_dir=...)) makes every statement all or nothing, whatever "
+                    f"fails") from e
 
     def _forget_undo(self, targets: list[int]) -> None:
         if self.pdb.data_dir is None:
@@ -1181,8 +1190,8 @@ class ParallelPlanner:
             out = self.scheduler.phase("delete", [(n, "delete", (st.ref.table.name, st.ref.filters,
                                                                 self.hints)) for n in targets],
                                        texts=[f"delete from {st.ref.table.name} on {targets}"])
-        except Exception:
-            self._undo_change(targets)
+        except Exception as failure:
+            self._undo_change(targets, failure)
             raise
         self._forget_undo(targets)
         return int(sum(out))
