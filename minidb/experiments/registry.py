@@ -31,6 +31,7 @@ Writing one::
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,10 @@ BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimiz
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]
+
+#: the most nodes (or partitions) an experiment's machine may have: every node is simulated in
+#: this process, so a typo such as 10000 would run for hours instead of failing
+MAX_NODES = 256
 
 
 class ExperimentError(MinidbError):
@@ -215,6 +220,9 @@ def _check_known(params: Params) -> None:
         values = [values] if isinstance(values, int) else values
         if values is not None and (not values or any(v < 1 for v in values)):
             raise ExperimentError(f"{key} must be positive whole numbers, not {params[key]!r}")
+        if key in ("nodes", "partitions") and values and max(values) > MAX_NODES:
+            raise ExperimentError(f"{key} may be at most {MAX_NODES} (every node is simulated "
+                                  f"in this process), not {max(values)}")
 
 
 def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
@@ -237,7 +245,7 @@ def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
             return int(value)
         if isinstance(default, float):
             out = float(value)
-            if out != out:
+            if not math.isfinite(out):
                 raise ValueError(value)
             return out
         return str(value)
