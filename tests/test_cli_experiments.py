@@ -66,6 +66,7 @@ def test_run_prints_json_rows_and_stores_them(store):
     (["run", "lhstar.algorithm", "--set", "operations=99999999999999"], "operations may be at"),
     (["run", "gamma.selection", "--scale", "1e300"], "scale must be a positive number, at most"),
     (["run", "gamma.selection_speedup", "--nodes", "1,2,1"], "has 1 twice"),
+    (["run", "volcano.pools", "--set", "pools=99999999999"], "pools must lie in 1-16"),
     (["reproduce", "bubba"], "unknown paper 'bubba'"),
     (["report", "bubba"], "unknown paper 'bubba'"),
     (["runs", "bubba"], "unknown paper 'bubba'"),

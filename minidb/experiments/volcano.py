@@ -329,8 +329,9 @@ def _pools(name: str, p: Params, progress: Progress, unfix_scheme: str,
            reference: str) -> list[dict]:
     disks = _disks(p)
     counts = sorted(set(p["pools"]))
-    if any(k < 1 for k in counts):
-        raise ExperimentError(f"pools must be positive, not {p['pools']}")
+    if any(k < 1 or k > 16 for k in counts):
+        raise ExperimentError(f"a device's clusters go to pool device mod pools, and the Sequent "
+                              f"had 16 disks; pools must lie in 1-16, not {p['pools']}")
     data, _ = _records(p)
     progress.start(len(counts) * len(disks))
     rows = []
