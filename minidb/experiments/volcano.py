@@ -68,6 +68,9 @@ process; on Ray, the machine is one Ray worker and its processes threads there."
 def _records(p: Params) -> tuple[tuple[int, int, str], int]:
     """The input, named by (rows, seed, runtime): sorts are run, and remembered, by
     ``_sorted``."""
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1 (the paper's file of "
+                              f"{RECORDS:,} records), not {p['scale']!r}")
     rows = max(1000, round(RECORDS * p["scale"]))
     return (rows, p["seed"], RUNTIME[p.get("backend", "inline")]), rows
 
