@@ -70,6 +70,8 @@ def test_run_prints_json_rows_and_stores_them(store):
     (["run", "volcano.initial", "--scale", "100"], "scale must be above 0 and at most 1"),
     (["run", "ingres.commit_protocols", "--set", "participants=99999999999"], "at most 32"),
     (["run", "ingres.commit_protocols", "--set", "seeds=99999999999"], "at most 1,000"),
+    (["run", "ingres.locking", "--set", "accounts=99999999999999999999"], "at most 1,000,000"),
+    (["run", "ingres.locking", "--set", "threads=100000"], "threads must be a whole number"),
     (["reproduce", "bubba"], "unknown paper 'bubba'"),
     (["report", "bubba"], "unknown paper 'bubba'"),
     (["runs", "bubba"], "unknown paper 'bubba'"),
