@@ -452,7 +452,8 @@ def _runs_table(runs: list[dict]) -> str:
 
 
 @main.command()
-@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True,
+              help="Port to serve on.")
 @click.option("--headless", is_flag=True, help="Do not open a browser.")
 @_store_option
 @_user_errors

@@ -106,3 +106,11 @@ def test_profile_lists_every_profile_and_shows_one_constant_by_constant(runner):
     only = runner.invoke(main, ["profile", "GAMMA", "--kind", "calibrated"])
     assert only.exit_code == 0, only.output
     assert "instr_scan = 549" in only.output and "mips =" not in only.output
+
+
+@pytest.mark.parametrize("port", ["-1", "0", "99999"])
+def test_app_refuses_a_port_out_of_range_before_starting_streamlit(port):
+    out = CliRunner().invoke(main, ["app", "--port", port])
+    assert out.exit_code == 2
+    assert "is not in the range 1<=x<=65535" in out.output and out.exception is not None
+    assert not isinstance(out.exception, OverflowError)
