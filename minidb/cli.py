@@ -360,6 +360,12 @@ def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | No
         click.echo(format_report(reports))
     if strict and any(f.status == "fail" for r in reports for f in r.findings):
         sys.exit(1)
+    if strict and not any(f.status == "pass" for r in reports for f in r.findings):
+        # nothing stored (a new or wrong store): --strict must not pass on no evidence
+        click.echo(f"minidb: error: --strict: no finding could be checked, since {store.path} "
+                   f"holds no run with the paper's configuration; run `minidb reproduce "
+                   f"{paper or 'PAPER'} --quick` first, or give the right --store", err=True)
+        sys.exit(1)
 
 
 @main.command(name="profile")

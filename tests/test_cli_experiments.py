@@ -197,6 +197,16 @@ def test_strict_exits_1_only_when_a_finding_fails(store, tmp_path):
     assert runner.invoke(main, ["report", "tandem", "--strict"]).exit_code == 1
 
 
+def test_strict_on_a_store_without_paper_runs_exits_1(store):
+    """--strict is a gate: an empty (new, or mistyped) store has no evidence, so it fails."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["report", "tandem"]).exit_code == 0
+    out = runner.invoke(main, ["report", "tandem", "--strict"])
+    assert out.exit_code == 1
+    assert "no finding could be checked" in out.stderr and "Traceback" not in out.output
+    assert runner.invoke(main, ["report", "--strict"]).exit_code == 1
+
+
 def test_a_failing_experiment_is_named_and_the_others_are_stored(store, monkeypatch):
     """`minidb reproduce` goes on after a failed experiment: it prints a line per experiment
     (also into a pipe), names the failed one with its error, stores the others, exits 1."""
