@@ -83,10 +83,12 @@ def datagen(name: str, rows: int, seed: int, out: Path) -> None:
     if out.parent and not out.parent.exists():
         raise MinidbError(f"directory {dg.shown_path(out.parent)} does not exist; create it or "
                           "choose another --out")
+    replaced = out.exists()  # said aloud: an overwrite is never silent
     table = dg.generate(name, rows, seed=seed)
     dg.write_parquet(table, out)
     click.echo(f"wrote {table.num_rows:,} {name} tuples to {dg.shown_path(out)} "
-               f"in {time.perf_counter() - start:.2f} s")
+               f"in {time.perf_counter() - start:.2f} s"
+               + (" (it replaced the file that was there)" if replaced else ""))
 
 
 @main.command()

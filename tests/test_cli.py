@@ -114,3 +114,12 @@ def test_app_refuses_a_port_out_of_range_before_starting_streamlit(port):
     assert out.exit_code == 2
     assert "is not in the range 1<=x<=65535" in out.output and out.exception is not None
     assert not isinstance(out.exception, OverflowError)
+
+
+def test_datagen_says_when_it_replaces_a_file(tmp_path):
+    out = tmp_path / "d.parquet"
+    first = CliRunner().invoke(main, ["datagen", "dept", "--rows", "5", "--out", str(out)])
+    assert first.exit_code == 0 and "replaced" not in first.output
+    again = CliRunner().invoke(main, ["datagen", "dept", "--rows", "7", "--out", str(out)])
+    assert again.exit_code == 0 and "it replaced the file that was there" in again.output
+    assert pq.read_table(out).num_rows == 7
