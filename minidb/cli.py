@@ -174,13 +174,21 @@ class _Bar:
 
 
 def _open_store(path: Path | None):
-    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` in a
-    directory that does not exist is refused: a typo must not start a new, empty store."""
-    from minidb.results import ResultsStore
+    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` or
+    ``$MINIDB_RESULTS`` in a directory that does not exist is refused: a typo must not start a
+    new, empty store (only the default cache directory is created when missing)."""
+    import os
+
+    from minidb.results import STORE_ENV, ResultsStore, default_store_path
 
     if path is not None and not path.expanduser().parent.is_dir():
         raise MinidbError(f"--store {path}: directory {path.expanduser().parent} does not exist; "
                           f"create it or choose another --store")
+    if path is None and os.environ.get(STORE_ENV, "").strip():
+        named = default_store_path()
+        if not named.parent.is_dir():
+            raise MinidbError(f"${STORE_ENV}={named}: directory {named.parent} does not exist; "
+                              f"create it or set {STORE_ENV} to another file")
     return ResultsStore(path)
 
 

@@ -88,6 +88,17 @@ def test_user_errors_exit_2_with_one_line(store, args, message):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [["runs"], ["report"], ["run", "ingres.retrieve"]])
+def test_minidb_results_in_a_missing_directory_is_refused(tmp_path, monkeypatch, command):
+    missing = tmp_path / "no-such-dir" / "results.duckdb"
+    monkeypatch.setenv("MINIDB_RESULTS", str(missing))
+    out = subprocess.run([sys.executable, "-m", "minidb.cli", *command], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "does not exist" in out.stderr and "Traceback" not in out.stderr
+    assert not missing.parent.exists()  # no new, empty store under a mistyped name
+
+
 def test_bad_parameters_are_refused_before_a_run_starts(store):
     out = subprocess.run([sys.executable, "-m", "minidb.cli", "run", "gamma.selection_speedup",
                           "--profile", "cray", "--nodes", "1"], capture_output=True, text=True,
