@@ -127,6 +127,8 @@ def sql(query: str, tables: tuple[str, ...], indexes: tuple[str, ...], clustered
             name, sep, path = spec.partition("=")
             if not sep or not name or not path:
                 raise MinidbError(f"--table {spec!r}: write it as NAME=FILE.parquet")
+            if Path(path).is_dir():
+                raise MinidbError(f"--table {spec!r}: {path} is a directory; give a Parquet file")
             if not Path(path).is_file():
                 raise MinidbError(f"--table {spec!r}: no such file {path}")
             db.create_table(name, path)

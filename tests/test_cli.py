@@ -123,3 +123,9 @@ def test_datagen_says_when_it_replaces_a_file(tmp_path):
     again = CliRunner().invoke(main, ["datagen", "dept", "--rows", "7", "--out", str(out)])
     assert again.exit_code == 0 and "it replaced the file that was there" in again.output
     assert pq.read_table(out).num_rows == 7
+
+
+def test_sql_says_a_table_file_that_is_a_directory_is_one(tmp_path):
+    out = CliRunner().invoke(main, ["sql", "SELECT 1", "--table", f"t={tmp_path}"])
+    assert out.exit_code == 2
+    assert f"{tmp_path} is a directory; give a Parquet file" in out.output
