@@ -237,14 +237,19 @@ def run_cmd(experiment: str, nodes: str | None, scale: float | None, profile: st
 
     exp = get_experiment(experiment)
     overrides: dict = {"scale": scale, "profile": profile, "backend": backend}
+    given = {k: f"--{k}" for k, v in overrides.items() if v is not None}
     if nodes is not None:
         key = "partitions" if "partitions" in exp.defaults else "nodes"
-        overrides[key] = nodes
+        overrides[key], given[key] = nodes, "--nodes"
     for item in settings:
         key, sep, value = item.partition("=")
         if not sep:
             raise ExperimentError(f"--set {item!r}: write it as NAME=VALUE")
-        overrides[key.strip()] = value
+        key = key.strip()
+        if key in given:  # which one to believe? say so rather than guess
+            raise ExperimentError(f"{key} is given twice ({given[key]} and --set {item!r}); "
+                                  f"give it once")
+        overrides[key], given[key] = value, f"--set {item!r}"
     overrides = {k: v for k, v in overrides.items() if v is not None}
     unknown = [k for k in overrides if k not in exp.defaults]
     if unknown:
