@@ -83,10 +83,12 @@ def datagen(name: str, rows: int, seed: int, out: Path) -> None:
     if out.parent and not out.parent.exists():
         raise MinidbError(f"directory {dg.shown_path(out.parent)} does not exist; create it or "
                           "choose another --out")
+    replaced = out.exists()  # said aloud: an overwrite is never silent
     table = dg.generate(name, rows, seed=seed)
     dg.write_parquet(table, out)
     click.echo(f"wrote {table.num_rows:,} {name} tuples to {dg.shown_path(out)} "
-               f"in {time.perf_counter() - start:.2f} s")
+               f"in {time.perf_counter() - start:.2f} s"
+               + (" (it replaced the file that was there)" if replaced else ""))
 
 
 @main.command()
@@ -125,6 +127,8 @@ def sql(query: str, tables: tuple[str, ...], indexes: tuple[str, ...], clustered
             name, sep, path = spec.partition("=")
             if not sep or not name or not path:
                 raise MinidbError(f"--table {spec!r}: write it as NAME=FILE.parquet")
+            if Path(path).is_dir():
+                raise MinidbError(f"--table {spec!r}: {path} is a directory; give a Parquet file")
             if not Path(path).is_file():
                 raise MinidbError(f"--table {spec!r}: no such file {path}")
             db.create_table(name, path)
@@ -172,13 +176,21 @@ class _Bar:
 
 
 def _open_store(path: Path | None):
-    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` in a
-    directory that does not exist is refused: a typo must not start a new, empty store."""
-    from minidb.results import ResultsStore
+    """The results store at ``path`` (from ``--store``), else the default one. A ``--store`` or
+    ``$MINIDB_RESULTS`` in a directory that does not exist is refused: a typo must not start a
+    new, empty store (only the default cache directory is created when missing)."""
+    import os
+
+    from minidb.results import STORE_ENV, ResultsStore, default_store_path
 
     if path is not None and not path.expanduser().parent.is_dir():
         raise MinidbError(f"--store {path}: directory {path.expanduser().parent} does not exist; "
                           f"create it or choose another --store")
+    if path is None and os.environ.get(STORE_ENV, "").strip():
+        named = default_store_path()
+        if not named.parent.is_dir():
+            raise MinidbError(f"${STORE_ENV}={named}: directory {named.parent} does not exist; "
+                              f"create it or set {STORE_ENV} to another file")
     return ResultsStore(path)
 
 
@@ -225,14 +237,19 @@ def run_cmd(experiment: str, nodes: str | None, scale: float | None, profile: st
 
     exp = get_experiment(experiment)
     overrides: dict = {"scale": scale, "profile": profile, "backend": backend}
+    given = {k: f"--{k}" for k, v in overrides.items() if v is not None}
     if nodes is not None:
         key = "partitions" if "partitions" in exp.defaults else "nodes"
-        overrides[key] = nodes
+        overrides[key], given[key] = nodes, "--nodes"
     for item in settings:
         key, sep, value = item.partition("=")
         if not sep:
             raise ExperimentError(f"--set {item!r}: write it as NAME=VALUE")
-        overrides[key.strip()] = value
+        key = key.strip()
+        if key in given:  # which one to believe? say so rather than guess
+            raise ExperimentError(f"{key} is given twice ({given[key]} and --set {item!r}); "
+                                  f"give it once")
+        overrides[key], given[key] = value, f"--set {item!r}"
     overrides = {k: v for k, v in overrides.items() if v is not None}
     unknown = [k for k in overrides if k not in exp.defaults]
     if unknown:
@@ -360,6 +377,12 @@ def report(paper: str | None, as_json: bool, strict: bool, store_path: Path | No
         click.echo(format_report(reports))
     if strict and any(f.status == "fail" for r in reports for f in r.findings):
         sys.exit(1)
+    if strict and not any(f.status == "pass" for r in reports for f in r.findings):
+        # nothing stored (a new or wrong store): --strict must not pass on no evidence
+        click.echo(f"minidb: error: --strict: no finding could be checked, since {store.path} "
+                   f"holds no run with the paper's configuration; run `minidb reproduce "
+                   f"{paper or 'PAPER'} --quick` first, or give the right --store", err=True)
+        sys.exit(1)
 
 
 @main.command(name="profile")
@@ -452,7 +475,8 @@ def _runs_table(runs: list[dict]) -> str:
 
 
 @main.command()
-@click.option("--port", type=int, default=8501, show_default=True, help="Port to serve on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True,
+              help="Port to serve on.")
 @click.option("--headless", is_flag=True, help="Do not open a browser.")
 @_store_option
 @_user_errors

@@ -106,3 +106,26 @@ def test_profile_lists_every_profile_and_shows_one_constant_by_constant(runner):
     only = runner.invoke(main, ["profile", "GAMMA", "--kind", "calibrated"])
     assert only.exit_code == 0, only.output
     assert "instr_scan = 549" in only.output and "mips =" not in only.output
+
+
+@pytest.mark.parametrize("port", ["-1", "0", "99999"])
+def test_app_refuses_a_port_out_of_range_before_starting_streamlit(port):
+    out = CliRunner().invoke(main, ["app", "--port", port])
+    assert out.exit_code == 2
+    assert "is not in the range 1<=x<=65535" in out.output and out.exception is not None
+    assert not isinstance(out.exception, OverflowError)
+
+
+def test_datagen_says_when_it_replaces_a_file(tmp_path):
+    out = tmp_path / "d.parquet"
+    first = CliRunner().invoke(main, ["datagen", "dept", "--rows", "5", "--out", str(out)])
+    assert first.exit_code == 0 and "replaced" not in first.output
+    again = CliRunner().invoke(main, ["datagen", "dept", "--rows", "7", "--out", str(out)])
+    assert again.exit_code == 0 and "it replaced the file that was there" in again.output
+    assert pq.read_table(out).num_rows == 7
+
+
+def test_sql_says_a_table_file_that_is_a_directory_is_one(tmp_path):
+    out = CliRunner().invoke(main, ["sql", "SELECT 1", "--table", f"t={tmp_path}"])
+    assert out.exit_code == 2
+    assert f"{tmp_path} is a directory; give a Parquet file" in out.output

@@ -48,6 +48,33 @@ def test_run_prints_json_rows_and_stores_them(store):
     (["run", "gamma.selection_speedup", "--profile", "cray"], "unknown hardware profile 'cray'"),
     (["run", "gamma.page_size", "--scale", "-1"], "scale must be a positive number"),
     (["run", "gamma.page_size", "--nodes", "0"], "nodes must be positive"),
+    (["run", "gamma.page_size", "--scale", "inf"], "parameter scale must be like 1.0, not inf"),
+    (["run", "gamma.page_size", "--set", "scale=-inf"], "parameter scale must be like 1.0"),
+    (["run", "gamma.selection_speedup", "--nodes", "99999999999"], "nodes may be at most 256"),
+    (["run", "tandem.speedup", "--nodes", "2,100000"], "partitions may be at most 256"),
+    (["run", "tandem.oltp_scaleup", "--set", "transactions=0"],
+     "transactions must be a whole number from 1"),
+    (["run", "tandem.oltp_scaleup", "--scale", "2"], "scale must be above 0 and at most 1"),
+    (["run", "tandem.oltp_scaleup", "--set", "processors=0"], "processors must be whole numbers"),
+    (["run", "tandem.index_maintenance", "--set", "inserts=0"], "inserts must be a whole number"),
+    (["run", "tandem.index_maintenance", "--set", "rows=-1"], "rows must be a positive"),
+    (["run", "lhstar.partition_size", "--set", "seed=-1"], "seed must be a whole number from 0"),
+    (["run", "lhstar.scalability", "--set", "seed=99999999999999999999"], "seed must be"),
+    (["run", "lhstar.scalability", "--set", "per_node_millions=99999999999"],
+     "more than minidb simulates"),
+    (["run", "lhstar.algorithm", "--set", "servers=100000"], "servers may be at most 256"),
+    (["run", "lhstar.algorithm", "--set", "operations=99999999999999"], "operations may be at"),
+    (["run", "gamma.selection", "--scale", "1e300"], "scale must be a positive number, at most"),
+    (["run", "gamma.selection_speedup", "--nodes", "1,2,1"], "has 1 twice"),
+    (["run", "volcano.pools", "--set", "pools=99999999999"], "pools must lie in 1-16"),
+    (["run", "gamma.page_size", "--nodes", "4", "--set", "nodes=2"],
+     "nodes is given twice (--nodes and --set 'nodes=2')"),
+    (["run", "ingres.locking", "--set", "threads=1", "--set", "threads=2"], "given twice"),
+    (["run", "volcano.initial", "--scale", "100"], "scale must be above 0 and at most 1"),
+    (["run", "ingres.commit_protocols", "--set", "participants=99999999999"], "at most 32"),
+    (["run", "ingres.commit_protocols", "--set", "seeds=99999999999"], "at most 1,000"),
+    (["run", "ingres.locking", "--set", "accounts=99999999999999999999"], "at most 1,000,000"),
+    (["run", "ingres.locking", "--set", "threads=100000"], "threads must be a whole number"),
     (["reproduce", "bubba"], "unknown paper 'bubba'"),
     (["report", "bubba"], "unknown paper 'bubba'"),
     (["runs", "bubba"], "unknown paper 'bubba'"),
@@ -62,6 +89,17 @@ def test_user_errors_exit_2_with_one_line(store, args, message):
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["runs"], ["report"], ["run", "ingres.retrieve"]])
+def test_minidb_results_in_a_missing_directory_is_refused(tmp_path, monkeypatch, command):
+    missing = tmp_path / "no-such-dir" / "results.duckdb"
+    monkeypatch.setenv("MINIDB_RESULTS", str(missing))
+    out = subprocess.run([sys.executable, "-m", "minidb.cli", *command], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "does not exist" in out.stderr and "Traceback" not in out.stderr
+    assert not missing.parent.exists()  # no new, empty store under a mistyped name
 
 
 def test_bad_parameters_are_refused_before_a_run_starts(store):
@@ -171,6 +209,16 @@ def test_strict_exits_1_only_when_a_finding_fails(store, tmp_path):
     _store_speedups(store, 3.4)  # 0.43 of ideal: the finding fails
     assert runner.invoke(main, ["report", "tandem"]).exit_code == 0
     assert runner.invoke(main, ["report", "tandem", "--strict"]).exit_code == 1
+
+
+def test_strict_on_a_store_without_paper_runs_exits_1(store):
+    """--strict is a gate: an empty (new, or mistyped) store has no evidence, so it fails."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["report", "tandem"]).exit_code == 0
+    out = runner.invoke(main, ["report", "tandem", "--strict"])
+    assert out.exit_code == 1
+    assert "no finding could be checked" in out.stderr and "Traceback" not in out.output
+    assert runner.invoke(main, ["report", "--strict"]).exit_code == 1
 
 
 def test_a_failing_experiment_is_named_and_the_others_are_stored(store, monkeypatch):

@@ -19,6 +19,10 @@ from minidb.experiments.registry import ExperimentError, Params, Progress, exper
 from minidb.plugins import names
 
 NAME = "ingres.commit_protocols"
+#: the most participants and fault-matrix seeds one run may ask for: the matrix injects every
+#: fault at every participant, so its work grows faster than the participants (64: minutes)
+MAX_PARTICIPANTS = 32
+MAX_SEEDS = 1_000
 METRICS = ("runs", "violations", "blocked_runs", "commit_messages", "commit_forces",
            "abort_messages", "abort_forces", "read_only_messages", "read_only_forces")
 
@@ -45,10 +49,12 @@ def commit_protocols(p: Params, progress: Progress) -> list[dict]:
     from minidb.txn.commit.matrix import fault_matrix, summarize
 
     chosen = _protocols(p["protocols"])
-    if not isinstance(p["participants"], int) or p["participants"] < 2:
-        raise ExperimentError(f"{NAME}: participants must be a whole number of at least 2")
-    if not isinstance(p["seeds"], int) or p["seeds"] < 1:
-        raise ExperimentError(f"{NAME}: seeds must be a whole number of at least 1")
+    if not isinstance(p["participants"], int) or not 2 <= p["participants"] <= MAX_PARTICIPANTS:
+        raise ExperimentError(f"{NAME}: participants must be a whole number of at least 2 "
+                              f"and at most {MAX_PARTICIPANTS}, not {p['participants']!r}")
+    if not isinstance(p["seeds"], int) or not 1 <= p["seeds"] <= MAX_SEEDS:
+        raise ExperimentError(f"{NAME}: seeds must be a whole number of at least 1 and at "
+                              f"most {MAX_SEEDS:,}, not {p['seeds']!r}")
     progress.start(len(chosen))
     rows = []
     for name in chosen:

@@ -51,7 +51,14 @@ from minidb.cost.sdds_model import (
     data_memory,
     price,
 )
-from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
+from minidb.experiments.registry import (
+    MAX_NODES,
+    ExperimentError,
+    Params,
+    Progress,
+    experiment,
+    make_row,
+)
 from minidb.hashing import hash_keys
 from minidb.sdds import operators
 from minidb.sdds.lhstar import LHStarFile
@@ -67,6 +74,8 @@ BUCKET_CAPACITY = 16_384
 """Entries per LH* bucket at the paper's size (128 KB of 8-byte entries). The paper does not give
 Monet's bucket size; the choice only sets how many buckets a node holds (dozens to hundreds)."""
 MILLION = 1_000_000
+MAX_ENTRIES = 64 * MILLION
+"""The largest file an experiment may build: twice the paper's largest (32 M entries)."""
 SELECTS = {"select_5": (5, 5), "select_1_10": (1, 10)}
 
 
@@ -84,6 +93,10 @@ def workload(max_entries: int, scale: float, seed: int) -> Workload:
     """Keys ``offset + 0 .. max_entries - 1`` with distinct values (a seeded permutation), and
     ``t5``: heads drawn from the values and tails from the keys of the first ``KEY_RANGE x
     scale`` entries, so every t5 entry joins at every file size the experiments use."""
+    if max_entries > MAX_ENTRIES:
+        raise ExperimentError(f"an LH* file of {max_entries:,} entries is more than minidb "
+                              f"simulates (at most {MAX_ENTRIES:,}); use smaller millions or "
+                              f"a smaller scale")
     rng = np.random.default_rng(seed)
     offset = int(seed) * 10**9
     keys = np.arange(max_entries, dtype=np.int64) + offset
@@ -221,6 +234,13 @@ def _check_sizes(name: str, p: Params, *keys: str) -> None:
             raise ExperimentError(f"{name}: {key} must be positive numbers, not {p[key]!r}")
 
 
+def _check_at_most(name: str, p: Params, most: int, *keys: str) -> None:
+    for key in keys:
+        values = p[key] if isinstance(p[key], list) else [p[key]]
+        if max(values) > most:
+            raise ExperimentError(f"{name}: {key} may be at most {most:,}, not {max(values)!r}")
+
+
 def _base(p: Params) -> dict:
     return {"scale": p["scale"], "seed": p["seed"], "backend": p["backend"], "profile": PROFILE,
             "addressing": p["addressing"]}
@@ -334,6 +354,7 @@ def scalability(p: Params, progress: Progress) -> list[dict]:
     name = "lhstar.scalability"
     _check_sizes(name, p, "nodes", "millions", "fixed_nodes", "per_node_millions",
                  "ratio_nodes")
+    _check_at_most(name, p, MAX_NODES, "nodes", "fixed_nodes", "ratio_nodes")
     s = p["scale"]
     per_node = p["per_node_millions"]
     largest = max(max(p["millions"]), per_node * max(p["ratio_nodes"]), 1)
@@ -384,6 +405,8 @@ def _addressing_messages(op) -> int:
 def algorithm(p: Params, progress: Progress) -> list[dict]:
     name = "lhstar.algorithm"
     _check_sizes(name, p, "operations", "clients", "servers")
+    _check_at_most(name, p, MAX_ENTRIES, "operations")
+    _check_at_most(name, p, MAX_NODES, "clients", "servers")
     rng = np.random.default_rng(p["seed"])
     base = {"seed": p["seed"], "backend": p["backend"], "operations": p["operations"],
             "clients": p["clients"], "servers": p["servers"]}

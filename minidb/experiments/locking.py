@@ -98,16 +98,22 @@ def run_mix(access: str, level: str, p: Params) -> dict[str, float]:
         db.close()
 
 
+#: the range of each count: real threads run the transfers on one table, so a huge count would
+#: run without end (or exhaust memory) instead of failing
+LIMITS = {"threads": (1, 64), "transfers": (1, 100_000), "accounts": (2, 1_000_000),
+          "hot": (2, 1_000_000)}
+
+
 @experiment(NAME, title="Transfers under BROWSE, STABLE and REPEATABLE access, low and high contention",
             references=(),
             defaults={"threads": 4, "transfers": 20, "accounts": 100, "hot": 4, "seed": 0,
                       "access": list(ACCESS), "contention": list(LEVELS)},
             quick={"transfers": 8})
 def access_modes(p: Params, progress: Progress) -> list[dict]:
-    for name in ("threads", "transfers", "accounts", "hot"):
-        if not isinstance(p[name], int) or p[name] < (2 if name in ("accounts", "hot") else 1):
-            raise ExperimentError(f"{NAME}: {name} must be a whole number (at least "
-                                  f"{2 if name in ('accounts', 'hot') else 1})")
+    for name, (least, most) in LIMITS.items():
+        if not isinstance(p[name], int) or not least <= p[name] <= most:
+            raise ExperimentError(f"{NAME}: {name} must be a whole number (at least {least}, at "
+                                  f"most {most:,}), not {p[name]!r}")
     if p["hot"] > p["accounts"]:
         raise ExperimentError(f"{NAME}: hot ({p['hot']}) may not exceed accounts ({p['accounts']})")
     modes = [m.lower() for m in p["access"]]

@@ -31,6 +31,7 @@ Writing one::
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,14 @@ BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimiz
 
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]
+
+#: the most nodes (or partitions) an experiment's machine may have: every node is simulated in
+#: this process, so a typo such as 10000 would run for hours instead of failing
+MAX_NODES = 256
+#: the largest seed: numpy's generators take no negative seed, and LH*'s keys must fit 64 bits
+MAX_SEED = 2**32 - 1
+#: the largest scale: relation sizes far beyond the papers' cannot be built in memory anyway
+MAX_SCALE = 100.0
 
 
 class ExperimentError(MinidbError):
@@ -207,14 +216,21 @@ def _check_known(params: Params) -> None:
         get_profile(params["profile"])  # an unknown name lists the known ones
     if "backend" in params and params["backend"] not in ("inline", "ray"):
         raise ExperimentError(f"backend must be 'inline' or 'ray', not {params['backend']!r}")
+    if "seed" in params and not 0 <= params["seed"] <= MAX_SEED:
+        raise ExperimentError(f"seed must be a whole number from 0 to {MAX_SEED:,}, not "
+                              f"{params['seed']!r}")
     for key in ("scale",):
-        if key in params and not params[key] > 0:
-            raise ExperimentError(f"{key} must be a positive number, not {params[key]!r}")
+        if key in params and not 0 < params[key] <= MAX_SCALE:
+            raise ExperimentError(f"{key} must be a positive number, at most {MAX_SCALE:g} (the "
+                                  f"paper's sizes x {MAX_SCALE:g}), not {params[key]!r}")
     for key in ("nodes", "partitions", "page_sizes", "sizes"):
         values = params.get(key)
         values = [values] if isinstance(values, int) else values
         if values is not None and (not values or any(v < 1 for v in values)):
             raise ExperimentError(f"{key} must be positive whole numbers, not {params[key]!r}")
+        if key in ("nodes", "partitions") and values and max(values) > MAX_NODES:
+            raise ExperimentError(f"{key} may be at most {MAX_NODES} (every node is simulated "
+                                  f"in this process), not {max(values)}")
 
 
 def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
@@ -232,12 +248,15 @@ def _coerce(name: str, key: str, value: Any, default: Any) -> Any:
             out = [kind(str(v).strip()) if kind is not str else str(v).strip() for v in items]
             if not out:
                 raise ValueError(value)
+            if repeated := [v for i, v in enumerate(out) if v in out[:i]]:
+                raise ExperimentError(f"{name}: parameter {key} has {repeated[0]!r} twice; give "
+                                      f"each value once")
             return out
         if isinstance(default, int):
             return int(value)
         if isinstance(default, float):
             out = float(value)
-            if out != out:
+            if not math.isfinite(out):
                 raise ValueError(value)
             return out
         return str(value)

@@ -56,7 +56,14 @@ from minidb.cost.model import WorkCounters, modeled_time, node_time
 from minidb.cost.profiles import HardwareProfile, get_profile
 from minidb.database import Database
 from minidb.datagen import generate
-from minidb.experiments.registry import ExperimentError, Params, Progress, experiment, make_row
+from minidb.experiments.registry import (
+    MAX_NODES,
+    ExperimentError,
+    Params,
+    Progress,
+    experiment,
+    make_row,
+)
 from minidb.storage.schema import Schema, char_column, int_column
 
 PAGE_SIZE = 4096
@@ -275,6 +282,7 @@ class DebitCredit:
                       "warmup": 100, "profile": "tandem_vlx", "seed": 1},
             quick={"scale": 0.01, "transactions": 25, "warmup": 10})
 def oltp_scaleup(p: Params, progress: Progress) -> list[dict]:
+    _check_oltp(p)
     processors = sorted(p["processors"])
     progress.start(len(processors))
     rows, base = [], None
@@ -306,6 +314,23 @@ def oltp_scaleup(p: Params, progress: Progress) -> list[dict]:
                                  "throughput", tps / n, "tps"))
         progress.advance(f"{n} processors: {tps:.1f} tps")
     return rows
+
+
+#: the most transactions (or warm-up transactions) per processor a run may ask for
+MAX_TRANSACTIONS = 100_000
+
+
+def _check_oltp(p: Params) -> None:
+    name = "tandem.oltp_scaleup"
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"{name}: scale must be above 0 and at most 1, not {p['scale']!r}")
+    if any(not 1 <= n <= MAX_NODES for n in p["processors"]):
+        raise ExperimentError(f"{name}: processors must be whole numbers from 1 to {MAX_NODES}, "
+                              f"not {p['processors']!r}")
+    for key, least in (("transactions", 1), ("warmup", 0)):
+        if not least <= p[key] <= MAX_TRANSACTIONS:
+            raise ExperimentError(f"{name}: {key} must be a whole number from {least} to "
+                                  f"{MAX_TRANSACTIONS:,} (per processor), not {p[key]!r}")
 
 
 # -- parallel index maintenance ---------------------------------------------------------------------
@@ -369,6 +394,14 @@ def index_maintenance(p: Params, progress: Progress) -> list[dict]:
     counts = sorted(p["indices"])
     if any(k < 0 or k > len(INDEX_COLUMNS) for k in counts):
         raise ExperimentError(f"indices must be between 0 and {len(INDEX_COLUMNS)}")
+    name = "tandem.index_maintenance"
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"{name}: scale must be above 0 and at most 1, not {p['scale']!r}")
+    if p["rows"] < 1:
+        raise ExperimentError(f"{name}: rows must be a positive whole number, not {p['rows']!r}")
+    if not 1 <= p["inserts"] <= MAX_TRANSACTIONS:
+        raise ExperimentError(f"{name}: inserts must be a whole number from 1 to "
+                              f"{MAX_TRANSACTIONS:,}, not {p['inserts']!r}")
     rows_in_table = max(100, round(p["rows"] * p["scale"]))
     progress.start(len(counts))
     rows = []

@@ -71,6 +71,9 @@ process; on Ray, the machine is one Ray worker and its processes threads there."
 def _records(p: Params) -> tuple[tuple[int, int, str], int]:
     """The input, named by (rows, seed, runtime): sorts are run, and remembered, by
     ``_sorted``."""
+    if not 0 < p["scale"] <= 1:
+        raise ExperimentError(f"scale must be above 0 and at most 1 (the paper's file of "
+                              f"{RECORDS:,} records), not {p['scale']!r}")
     rows = max(1000, round(RECORDS * p["scale"]))
     return (rows, p["seed"], RUNTIME[p.get("backend", "inline")]), rows
 
@@ -334,8 +337,9 @@ def _pools(name: str, p: Params, progress: Progress, unfix_scheme: str,
            reference: str) -> list[dict]:
     disks = _disks(p)
     counts = sorted(set(p["pools"]))
-    if any(k < 1 for k in counts):
-        raise ExperimentError(f"pools must be positive, not {p['pools']}")
+    if any(k < 1 or k > 16 for k in counts):
+        raise ExperimentError(f"a device's clusters go to pool device mod pools, and the Sequent "
+                              f"had 16 disks; pools must lie in 1-16, not {p['pools']}")
     data, _ = _records(p)
     progress.start(len(counts) * len(disks))
     rows = []
