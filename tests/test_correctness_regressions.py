@@ -655,3 +655,35 @@ def test_nan_on_three_nodes(spec, join):
                 _check(db, NAN_TABLES, f"SELECT id FROM t WHERE {pred}")
             _check(db, NAN_TABLES, "SELECT i, MIN(f), MAX(f) FROM t GROUP BY i")
             _check_ordered(db, NAN_TABLES, "SELECT id, f FROM t ORDER BY f DESC", 1)
+
+
+def test_range_uniform_on_a_column_mostly_nan():
+    """``range_uniform`` takes NaN as a boundary when NaN fills a node's share (once refused: the
+    boundaries did not "increase"), routes NaN above it, and prunes no node wrongly."""
+    w = pa.table({"id": pa.array(range(12), pa.int64()),
+                  "f": pa.array([_NAN] * 8 + [1.0, -_INF, _INF, 2.5])})
+    tables = {"w": w, "u": NAN_U}
+    with minidb.connect(nodes=3) as db:
+        db.create_table("w", w, partition="range_uniform(f)")
+        db.create_table("u", NAN_U, partition="range_uniform(g)")
+        for sql in ("SELECT id FROM w WHERE f > 2", "SELECT id FROM w WHERE f >= 2.5",
+                    "SELECT id FROM w WHERE f < 100", "SELECT id FROM w WHERE f = f",
+                    "SELECT w.id, u.v FROM w JOIN u ON w.f = u.g", "SELECT MIN(f), MAX(f) FROM w"):
+            _check(db, tables, sql)
+
+
+def test_nan_key_of_a_hash_organized_table():
+    """A hash-organized table looks a NaN key up in its bucket (every NaN hashes alike, and
+    equals NaN there): ``f = (SELECT MAX(g) ...)`` and an index nested-loops join on NaN keys
+    once found nothing, or failed for want of an access path."""
+    with minidb.connect() as db:
+        db.create_table("t", NAN_T, organization="hash", key="f")
+        db.create_table("u", NAN_U, organization="hash", key="g")
+        for pred in ("f = (SELECT MAX(g) FROM u)", f"f = {_NAN_SQL}", "f = 1.5", "f > 100"):
+            _check(db, NAN_TABLES, f"SELECT id FROM t WHERE {pred}")
+        for sql in NAN_JOINS[:2]:
+            con = duckdb.connect()
+            con.register("t", NAN_T)
+            con.register("u", NAN_U)
+            _same(db.sql(sql, hint="index_nested_loops").to_pylist(), con.execute(sql).fetchall(),
+                  f"{sql} /*index_nested_loops*/")
