@@ -37,14 +37,17 @@ def hash_keys(keys: np.ndarray) -> np.ndarray:
     """A stable 64-bit hash of each key of one column.
 
     Integers are widened to int64 (so int32 and int64 columns hash alike); floats hash their bits
-    (with -0.0 folded into 0.0); bytes go through FNV-1a one byte column at a time. The result
+    (with -0.0 folded into 0.0, and every NaN given the same bits); bytes go through FNV-1a one byte column at a time. The result
     then goes through ``mix64``.
     """
     keys = np.asarray(keys)
     if keys.dtype.kind in "iub":
         x = keys.astype(np.int64).view(np.uint64)
     elif keys.dtype.kind == "f":
-        x = (keys.astype(np.float64) + 0.0).view(np.uint64)
+        f = keys.astype(np.float64) + 0.0
+        x = f.view(np.uint64)
+        if f.size and np.isnan(f.max()):  # every NaN alike: NaN = NaN in DuckDB
+            x[np.isnan(f)] = _NAN_BITS
     elif keys.dtype.kind == "S":
         width = keys.dtype.itemsize
         cols = np.ascontiguousarray(keys).view(np.uint8).reshape(len(keys), width)

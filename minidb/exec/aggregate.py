@@ -43,6 +43,10 @@ partial as the combine's identity, 0 for a sum, the largest value for a minimum)
 counts non-NULL values, COUNT(*) rows. A scalar aggregate over no rows gives one row (COUNT 0,
 the others NULL); with GROUP BY, an empty input gives no rows, and the NULLs of a group column
 form one group.
+
+NaN, as in DuckDB, is the largest number: MAX is NaN where a value is NaN (``np.maximum``
+propagates it), MIN is the smallest other value and NaN only where every value is NaN
+(``np.fmin`` skips NaN, and NaN is a float minimum's identity); NaN keys are one group.
 """
 
 from __future__ import annotations
@@ -380,7 +384,7 @@ class HashAggregate(Operator):
                 elif col.dtype.kind == "S":
                     out[s.name] = col[np.argmin(col) if s.combine == "min" else np.argmax(col)]
                 else:
-                    out[s.name] = col.min() if s.combine == "min" else col.max()
+                    out[s.name] = _COMBINE[s.combine].reduce(col)
             return self._carry(out)
         ordered = part[sort_order(self._group_keys(part))]
         change = np.zeros(n, dtype=bool)
@@ -397,8 +401,8 @@ class HashAggregate(Operator):
             if s.combine == "add":
                 out[s.name] = np.add.reduceat(col, starts)
             elif col.dtype.kind != "S":
-                ufunc = np.minimum if s.combine == "min" else np.maximum
-                out[s.name] = ufunc.reduceat(col, starts)
+                with np.errstate(invalid="ignore"):
+                    out[s.name] = _COMBINE[s.combine].reduceat(col, starts)
             else:  # text: no min/max ufunc, so sort each group's values and take an end
                 if group_ids is None:
                     group_ids = np.cumsum(change) - 1
@@ -528,13 +532,15 @@ def exact_sum_float(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return hi.astype(np.float64) * 4294967296.0 + lo.astype(np.float64)
 
 
-_COMBINE = {"add": np.add, "min": np.minimum, "max": np.maximum}
+#: MIN skips NaN (``fmin``), MAX keeps it (``maximum``): NaN is the largest number in DuckDB
+_COMBINE = {"add": np.add, "min": np.fmin, "max": np.maximum}
 
 
 def _at(ufunc: np.ufunc, table: np.ndarray, slot: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``ufunc.at(table, slot, values)`` (values cast to the table's type, contiguous: numpy's
     fast path) and the table."""
-    ufunc.at(table, slot, np.ascontiguousarray(values, dtype=table.dtype))
+    with np.errstate(invalid="ignore"):  # NaN is a value (MAX of NaN is NaN), not an error
+        ufunc.at(table, slot, np.ascontiguousarray(values, dtype=table.dtype))
     return table
 
 
@@ -552,8 +558,8 @@ def _identity(state: _State):
         return np.zeros(1, dtype=dtype)[0]
     if dtype.kind == "S":
         return b"\xff" * dtype.itemsize if state.combine == "min" else b""
-    if dtype.kind == "f":
-        return np.inf if state.combine == "min" else -np.inf
+    if dtype.kind == "f":  # NaN, DuckDB's largest float, is what fmin skips
+        return np.nan if state.combine == "min" else -np.inf
     info = np.iinfo(dtype)
     return info.max if state.combine == "min" else info.min
 

@@ -7,6 +7,10 @@ machine code for the same reason: predicate evaluation is on every tuple's path)
 
 Text values are compared as the bytes stored in ``char(n)`` columns (NUL padding ignored).
 
+NaN is a value, ordered as DuckDB orders it (``compare``): NaN equals NaN and is greater than
+every other number, +inf included, so ``f = f`` keeps NaN rows and ``f > 100`` finds them. The
+work is done only where a float operand actually holds a NaN (``has_nan``).
+
 NULLs and three-valued logic. Each node also answers ``null_mask(batch)``: which of its values
 are NULL (None: none can be). ``evaluate`` still returns a value in every position (what it holds
 at a NULL position does not matter), so numpy works on whole columns and the NULLs travel beside
@@ -206,6 +210,38 @@ _COMPARE = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operato
 _ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "%": np.fmod}  # fmod truncates toward zero, as SQL does
 
 
+def has_nan(values) -> bool:
+    """Whether ``values`` (an array or a scalar) is floating point and holds a NaN: a max (NaN
+    propagates), so an integer or text operand, or a float column without NaN, costs next to
+    nothing."""
+    a = np.asarray(values)
+    return a.dtype.kind == "f" and a.size > 0 and bool(np.isnan(a.max()))
+
+
+def compare(op: str, left, right):
+    """``left op right`` (op one of ``= <> < <= > >=``) with DuckDB's NaN ordering: NaN equals
+    NaN and is greater than every other number (``NaN > inf``, ``NaN < x`` is FALSE), where
+    IEEE, and numpy, make every comparison with NaN FALSE but ``<>``. Only an operand that
+    holds a NaN costs more than numpy's comparison."""
+    result = _COMPARE[op](left, right)
+    left_nan, right_nan = has_nan(left), has_nan(right)
+    if not (left_nan or right_nan):
+        return result
+    ln = np.isnan(left) if left_nan else np.False_
+    rn = np.isnan(right) if right_nan else np.False_
+    if op == "=":
+        return result | (ln & rn)
+    if op == "<>":
+        return result & ~(ln & rn)
+    if op == "<":
+        return result | (~ln & rn)
+    if op == "<=":
+        return result | rn
+    if op == ">":
+        return result | (ln & ~rn)
+    return result | ln  # ">="
+
+
 def _operand(expr: Expr, batch: np.ndarray):
     """Constants stay scalars so numpy broadcasts them instead of building full columns."""
     return expr.numpy_value if isinstance(expr, Const) else expr.evaluate(batch)
@@ -220,7 +256,7 @@ class Compare(Expr):
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         if (nulls := _all_null((self.left, self.right), len(batch), bool)) is not None:
             return nulls
-        result = _COMPARE[self.op](_operand(self.left, batch), _operand(self.right, batch))
+        result = compare(self.op, _operand(self.left, batch), _operand(self.right, batch))
         return np.broadcast_to(result, (len(batch),)) if np.ndim(result) == 0 else result
 
     def columns(self) -> set[str]:
@@ -239,8 +275,9 @@ class Between(Expr):
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         if (nulls := _all_null((self.value, self.low, self.high), len(batch), bool)) is not None:
             return nulls
-        v = self.value.evaluate(batch)
-        return (v >= _operand(self.low, batch)) & (v <= _operand(self.high, batch))
+        v = self.value.evaluate(batch)  # NaN ordered as in DuckDB (``compare``)
+        low, high = _operand(self.low, batch), _operand(self.high, batch)
+        return compare(">=", v, low) & compare("<=", v, high)
 
     def null_mask(self, batch: np.ndarray) -> np.ndarray | None:
         """``v BETWEEN lo AND hi`` is ``v >= lo AND v <= hi`` with three-valued AND: a NULL
@@ -481,9 +518,9 @@ def key_range(pred: Expr | None, column: str, integral: bool = False
         nonlocal low, high, used
         used = True
         if lo is not None:
-            low = lo if low is None else max(low, lo)
+            low = lo if low is None else max(low, lo, key=_nan_last)
         if hi is not None:
-            high = hi if high is None else min(high, hi)
+            high = hi if high is None else min(high, hi, key=_nan_last)
 
     for term in conjuncts(pred):
         bounds = _term_bounds(term, column)
@@ -504,6 +541,12 @@ def key_range(pred: Expr | None, column: str, integral: bool = False
                 if not rest or rest[-1] is not term:
                     rest.append(term)
     return (low, high, rest) if used else None
+
+
+def _nan_last(bound) -> tuple:
+    """A bound as Python should compare it: a NaN (a subquery's answer can be one) after every
+    number, as in DuckDB; Python's ``max(1, nan)`` would answer 1."""
+    return (bound != bound, bound)
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}

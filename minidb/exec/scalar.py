@@ -13,7 +13,8 @@ strings (decoded characters), and their results are packed back into fixed-width
 
 The answers are DuckDB's (the correctness oracle):
 
-* ``x IN (1, 2.5)`` compares by value, as ``=`` does: an integer is never equal to 2.5.
+* ``x IN (1, 2.5)`` compares by value, as ``=`` does: an integer is never equal to 2.5, and
+  NaN is equal to NaN (DuckDB's NaN ordering, ``minidb.exec.expr.compare``).
 * ``LIKE``: ``%`` matches any run of characters, ``_`` exactly one character (not one byte); the
   backslash is an ordinary character unless named by ``ESCAPE``. ``ILIKE`` is ``LIKE`` between
   the ``LOWER`` of both sides.
@@ -52,7 +53,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from minidb.errors import NumericOverflowError, SchemaError
-from minidb.exec.expr import Arith, Col, Const, Expr, any_null, is_true
+from minidb.exec.expr import Arith, Col, Const, Expr, any_null, compare, has_nan, is_true
 from minidb.storage.schema import (
     Column,
     Schema,
@@ -105,9 +106,11 @@ class InList(Expr):
             values = np.broadcast_to(values, (len(batch),))
         constants = [i.numpy_value for i in self.items if isinstance(i, Const) and i.value is not None]
         found = np.isin(values, constants) if constants else np.zeros(len(batch), dtype=bool)
+        if any(isinstance(c, float) and c != c for c in constants) and has_nan(values):
+            found |= np.isnan(values)  # NaN = NaN, as in DuckDB (np.isin follows IEEE)
         for item in self.items:  # items that read columns: one comparison each
             if not isinstance(item, Const) and not _is_null_literal(item):
-                equal = np.asarray(values == item.evaluate(batch), dtype=bool)
+                equal = np.asarray(compare("=", values, item.evaluate(batch)), dtype=bool)
                 if (nulls := item.null_mask(batch)) is not None:
                     equal &= ~nulls
                 found |= equal
@@ -131,7 +134,7 @@ class InList(Expr):
         for item in self.items:
             if isinstance(item, Const) and item.value is None:
                 continue
-            equal = np.asarray(values == item.evaluate(batch), dtype=bool)
+            equal = np.asarray(compare("=", values, item.evaluate(batch)), dtype=bool)
             if (nulls := item.null_mask(batch)) is not None:
                 equal &= ~nulls
             found |= equal

@@ -25,11 +25,14 @@ stable sort merges cheaply) and output, and the runs whose block emptied are ref
 broken by run number, so the merge is stable and the whole sort keeps equal keys in input order.
 
 Sort keys. Each key column is turned into an array whose ascending order is the requested order:
-integers are complemented (``~x``, which reverses the order without overflow), floats negated,
-and text bytes complemented (``255 - b``), which reverses bytewise order and puts a longer string
+integers are complemented (``~x``, which reverses the order without overflow), floats of a
+descending key become int64s in the reverse of DuckDB's order (``_descending_floats``), and text
+bytes complemented (``255 - b``), which reverses bytewise order and puts a longer string
 before its prefix, as descending order should. Several keys are sorted with ``np.lexsort``.
 A nullable key column is preceded by its null mask (False before True), so NULLs come last in
-both directions, DuckDB's default order (``NULLS LAST``).
+both directions, DuckDB's default order (``NULLS LAST``). NaN is ordered as DuckDB orders it,
+after every other number: last ascending (numpy's own order of floats, which its sorts and
+``searchsorted`` follow) and first descending; the merge compares keys in that order too.
 
 Every level reads and writes every page, even a lone run left over at the end of a level (it is
 copied rather than carried up), so the page counts follow the textbook formula exactly.
@@ -47,6 +50,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from minidb.errors import SchemaError
+from minidb.exec.expr import compare, has_nan
 from minidb.exec.iterator import ExecContext, Operator
 from minidb.exec.store import SpoolWriter, read_pages, tuples_per_page
 from minidb.storage.heapfile import HeapFile
@@ -70,10 +74,25 @@ def sort_keys(batch: np.ndarray, keys: list[tuple[str, bool]], schema: Schema) -
             flipped = 255 - np.ascontiguousarray(values).view(np.uint8)
             out.append(flipped.view(values.dtype))
         elif col.kind == "float64":
-            out.append(-values)
+            out.append(_descending_floats(values))
         else:
             out.append(~values)
     return out
+
+
+_INT64_MAX = np.int64(2**63 - 1)
+
+
+def _descending_floats(values: np.ndarray) -> np.ndarray:
+    """int64 keys whose ascending order is DuckDB's descending order of the floats ``values``:
+    NaN first (DuckDB's largest number; negating would leave it last, as numpy sorts NaN), then
+    inf down to -inf, with -0.0 and 0.0 tied. The IEEE bits of a float, its 63 low bits flipped
+    where the sign is set, order as the float does; their complement reverses that order."""
+    bits = (values + 0.0).view(np.int64)  # + 0.0 turns -0.0 into 0.0
+    key = ~(bits ^ ((bits >> 63) & _INT64_MAX))
+    if has_nan(values):
+        key[np.isnan(values)] = np.iinfo(np.int64).min
+    return key
 
 
 def sort_order(keys: list[np.ndarray]) -> np.ndarray:
@@ -90,10 +109,17 @@ def count_before(keys: list[np.ndarray], bound: tuple, inclusive: bool) -> int:
     n = len(keys[0])
     less = np.zeros(n, dtype=bool)
     equal = np.ones(n, dtype=bool)
-    for k, v in zip(keys, bound, strict=True):
-        less |= equal & (k < v)
-        equal &= k == v
+    for k, v in zip(keys, bound, strict=True):  # NaN after every number, as the sort put it
+        less |= equal & compare("<", k, v)
+        equal &= compare("=", k, v)
     return int(np.count_nonzero(less | equal if inclusive else less))
+
+
+def _ranked(bound: tuple) -> tuple:
+    """A merge bound ``(key values, run)`` that Python compares in the sort's order, where a
+    float NaN comes after every number (a bare NaN compares as neither less nor greater)."""
+    keys, run = bound
+    return tuple((1, 0) if v != v else (0, v) for v in keys), run
 
 
 class _RunCursor:
@@ -211,7 +237,7 @@ class ExternalSort(Operator):
                 for c in live:
                     if c.unread:
                         last = (tuple(k[-1] for k in c.keys), c.index)
-                        if bound is None or last < bound:
+                        if bound is None or _ranked(last) < _ranked(bound):
                             bound = last
                 pieces, piece_keys = [], []
                 for c in live:

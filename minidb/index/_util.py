@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from minidb.errors import MinidbError
+from minidb.exec.expr import compare
 from minidb.hashing import hash_keys
 from minidb.storage.page import HEADER_SIZE
 
@@ -78,8 +79,8 @@ def coerce_bound(dtype: np.dtype, value, is_low: bool) -> Bound:
         return Bound(None, False, False)
     if dtype.kind == "i":
         if isinstance(value, float | np.floating):
-            if math.isnan(value):
-                return Bound(None, False, True)
+            if math.isnan(value):  # NaN is above every integer (DuckDB's order)
+                return Bound(None, False, is_low)
             if math.isinf(value):
                 return Bound(None, False, (value > 0) == is_low)
             value = math.ceil(value) if is_low else math.floor(value)
@@ -114,16 +115,17 @@ def coerce_exact(dtype: np.dtype, value):
     hi = coerce_bound(dtype, value, False)
     if lo.empty or hi.empty or lo.value is None or hi.value is None or lo.exclusive:
         return None
-    return lo.value if lo.value == hi.value else None
+    return lo.value if compare("=", lo.value, hi.value) else None  # NaN equals NaN (DuckDB)
 
 
 def range_mask(keys: np.ndarray, lo: Bound, hi: Bound) -> np.ndarray:
-    """Which of ``keys`` lie within the bounds."""
+    """Which of ``keys`` lie within the bounds; a NaN key or bound is the largest number, as in
+    DuckDB (and in the sorted order of the index's keys)."""
     mask = np.ones(len(keys), dtype=bool)
     if lo.value is not None:
-        mask &= (keys > lo.value) if lo.exclusive else (keys >= lo.value)
+        mask &= compare(">" if lo.exclusive else ">=", keys, lo.value)
     if hi.value is not None:
-        mask &= keys <= hi.value
+        mask &= compare("<=", keys, hi.value)
     return mask
 
 
@@ -132,7 +134,8 @@ def bounds_empty(lo: Bound, hi: Bound) -> bool:
         return True
     if lo.value is None or hi.value is None:
         return False
-    return lo.value > hi.value or (lo.value == hi.value and lo.exclusive)
+    return bool(compare(">", lo.value, hi.value)  # NaN the largest, as in ``range_mask``
+                or (compare("=", lo.value, hi.value) and lo.exclusive))
 
 
 class EntryLayout:

@@ -39,6 +39,7 @@ import numpy as np
 
 from minidb.buffer.manager import BufferManager
 from minidb.errors import MinidbError
+from minidb.exec.expr import compare
 from minidb.index._util import (
     VALUE_DTYPE,
     EntryLayout,
@@ -147,7 +148,7 @@ class HashFile:
             records, rids = fmt.unpack(page[None, :], page_no)
             link = get_link(page)
             self.buffer.unfix(f, page_no)
-            mask = records[self.key] == k
+            mask = compare("=", records[self.key], k)  # NaN = NaN, as in DuckDB
             out_r.append(take_records(records, mask))
             out_i.append(rids[mask])
             page_no = link
@@ -288,7 +289,7 @@ class DenseHashIndex:
             page = self.buffer.fix(self.file, page_no)
             n = get_count(page)
             keys = self.layout.keys(page)[:n]
-            out.append(self.layout.values(page)[:n][keys == k].copy())
+            out.append(self.layout.values(page)[:n][compare("=", keys, k)].copy())  # NaN = NaN
             link = get_link(page)
             self.buffer.unfix(self.file, page_no)
             page_no = link

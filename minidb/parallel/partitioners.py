@@ -72,7 +72,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from minidb.errors import FragmentCoverageError, MinidbError, PartitioningError, UnknownColumnError
-from minidb.exec.expr import Expr
+from minidb.exec.expr import Expr, compare
 from minidb.hashing import hash_columns
 from minidb.plugins import lookup, register
 from minidb.storage.schema import Schema, take_records
@@ -338,7 +338,8 @@ class Range(Partitioner):
         else:
             bounds = np.array(values, dtype=np.float64 if any(isinstance(b, float) for b in values)
                               else np.int64)
-        steps = bounds[1:] > bounds[:-1] if strict else bounds[1:] >= bounds[:-1]
+        # NaN is the largest number, as in DuckDB (and in numpy's sorts and ``searchsorted``)
+        steps = compare(">" if strict else ">=", bounds[1:], bounds[:-1])
         if len(bounds) > 1 and not steps.all():
             i = int(np.argmin(steps))
             raise PartitioningError(
@@ -393,7 +394,8 @@ class Range(Partitioner):
         # A node between two equal boundaries (only range_uniform makes them) holds nothing.
         edges = [None, *bounds.tolist(), None]
         return [i for i in range(first, last + 1)
-                if edges[i] is None or edges[i + 1] is None or edges[i] < edges[i + 1]]
+                if edges[i] is None or edges[i + 1] is None
+                or bool(compare("<", edges[i], edges[i + 1]))]  # a NaN edge is the largest
 
     def _ready(self) -> np.ndarray:
         if self._bounds is None:

@@ -70,6 +70,7 @@ from minidb.exec.expr import (
     IsNull,
     Not,
     Or,
+    compare,
     conjunction,
     key_range,
 )
@@ -250,7 +251,8 @@ def candidate_paths(table: Table, terms: list[Expr]) -> list[AccessPath]:
                         "whenever it restricts the key")))
     if table.organization == "hash" and table.key is not None:
         found = bounded(table.key)
-        if found is not None and found[0] is not None and found[0] == found[1]:
+        # NaN = NaN (DuckDB): a NaN key is looked up in its bucket like any other
+        if found is not None and found[0] is not None and compare("=", found[0], found[1]):
             low, high, rest = found
             est = range_selectivity(table, table.key, low, high) * n
             out.append(AccessPath(
@@ -272,7 +274,7 @@ def candidate_paths(table: Table, terms: list[Expr]) -> list[AccessPath]:
                       f"{pages} data pages (each match may cost a random page read)")
             out.append(AccessPath("index", ix.column, low, high, rest, est, cost, ok, ix, reason))
         else:
-            exact = low is not None and low == high
+            exact = low is not None and bool(compare("=", low, high))  # NaN = NaN
             index_cost = 1 if exact else max(1, ix.num_pages)
             cost = index_cost + est
             ok = cost < pages

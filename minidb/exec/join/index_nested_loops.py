@@ -102,8 +102,13 @@ def keyed_path(table, key: str, filters: list[Expr], value=0):
     terms = list(filters) + [Compare("=", Col(key), Const(value))]
     paths = [p for p in candidate_paths(table, terms)
              if p.column is not None and p.column.lower() == key.lower()
-             and p.low is not None and p.low == p.high and p.method in KEYED_METHODS]
+             and p.low is not None and _same_value(p.low, p.high) and p.method in KEYED_METHODS]
     return min(paths, key=lambda p: KEYED_METHODS.index(p.method), default=None)
+
+
+def _same_value(low, high) -> bool:
+    """``low == high``, where NaN is the same value as NaN (DuckDB: a NaN key finds NaN keys)."""
+    return low == high or (low != low and high != high)
 
 
 @register("join", "index_nested_loops")

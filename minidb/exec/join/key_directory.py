@@ -20,6 +20,9 @@ The hash depends on the keys:
   under which equal values hash alike whatever their numpy type (5, 5.0; ``'ab'`` in char(2)
   and in char(3)), then the top ``bits`` bits.
 
+Keys are equal as SQL's ``=`` says, in DuckDB's NaN ordering (``minidb.exec.expr.compare``): a
+NaN key matches a NaN key (every NaN hashes alike, ``canonical_number_bits``).
+
 Pairs come out in the same order either way: for each probe tuple, in probe order, its matching
 build tuples in build order. Counted work (pages, tuples, matches) is the join's, not the
 directory's: the modeled clock does not see which hash was used.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minidb.exec.expr import compare
 from minidb.hashing import hash_column
 
 #: Knuth's multiplier: 2**64 divided by the golden ratio, odd
@@ -79,7 +83,7 @@ class KeyDirectory:
         bucket = _bucket(probe, self.bits, self.integers)
         first = self.starts[bucket]
         probe_idx, build_idx = _expand(first, self.starts[bucket + 1] - first)
-        equal = self.keys[build_idx] == probe[probe_idx]  # a bucket also holds other keys
+        equal = compare("=", self.keys[build_idx], probe[probe_idx])  # a bucket holds other keys
         return probe_idx[equal], build_idx[equal]
 
 

@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from minidb.exec.expr import compare
 from minidb.exec.join.base import BUILD_DONE, JoinAlgorithm
 from minidb.plugins import register
 from minidb.storage.schema import take_records
@@ -187,7 +188,7 @@ class _KeyTracker:
             return
         keys = rows[self.key]
         first = self.first.setdefault(part, keys[0])
-        if not (keys == first).all():
+        if not compare("=", keys, first).all():  # NaN = NaN, as in DuckDB
             self.mixed.add(part)
 
     def one_key(self, part: int) -> bool:

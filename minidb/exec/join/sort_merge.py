@@ -119,7 +119,8 @@ class SortMergeJoin(JoinAlgorithm):
             self.count("merge_tuples", len(batch))
             keys = batch[self.probe_key].astype(common)
             last = keys[-1]
-            while not build_done and (not len(held)
+            # NaN sorts last and equals NaN (DuckDB's order): every key is <= a NaN ``last``
+            while not build_done and (not len(held) or last != last
                                       or held[self.build_key][-1:].astype(common)[0] <= last):
                 more = build.next()
                 if more is None:
