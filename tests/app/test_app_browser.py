@@ -172,6 +172,7 @@ CHART_RUNS = (
     ("volcano.pools", {"scale": 0.1, "disks": [4, 8]}),
     ("volcano.final", {"scale": 0.1, "disks": [2, 4, 8], "initial_disks": [2, 8]}),
     ("volcano.staggering", {"scale": 0.1, "disks": [8], "delays_ms": [0, 2]}),
+    ("volcano.affinity", {"scale": 0.1, "disks": [4, 8]}),
     ("tandem.oltp_scaleup", {"scale": 0.005, "processors": [4, 8], "transactions": 10,
                              "warmup": 5}),
     ("ingres.updates", {"scale": 0.05}),
