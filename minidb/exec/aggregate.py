@@ -380,7 +380,8 @@ class HashAggregate(Operator):
             for s in self.states:
                 col = part[s.name]
                 if s.combine == "add":
-                    out[s.name] = col.sum()
+                    with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in DuckDB
+                        out[s.name] = col.sum()
                 elif col.dtype.kind == "S":
                     out[s.name] = col[np.argmin(col) if s.combine == "min" else np.argmax(col)]
                 else:
@@ -399,7 +400,8 @@ class HashAggregate(Operator):
         for s in self.states:
             col = ordered[s.name]
             if s.combine == "add":
-                out[s.name] = np.add.reduceat(col, starts)
+                with np.errstate(invalid="ignore"):  # inf + -inf is NaN, as in DuckDB
+                    out[s.name] = np.add.reduceat(col, starts)
             elif col.dtype.kind != "S":
                 with np.errstate(invalid="ignore"):
                     out[s.name] = _COMBINE[s.combine].reduceat(col, starts)
