@@ -7,34 +7,22 @@ $MINIDB_RESULTS as an instructor would.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import explorer
 import pyarrow as pa
 import pytest
+from app_test import open_app
 from streamlit.testing.v1 import AppTest
 
 from minidb.experiments.findings import FINDINGS as ALL_FINDINGS
 from minidb.experiments.reproduce import run_and_store
 from minidb.results import ResultsStore
 
-APP = Path(__file__).resolve().parents[2] / "app"
 PUBLISHED = "pages/1_Published_vs_reproduced.py"
 RUN = "pages/2_Run.py"
 COMPARE = "pages/3_Compare_runs.py"
 FINDINGS = "pages/4_Findings.py"
 LHSTAR = "pages/5_LH_star.py"
 JOINS = "pages/6_Joins.py"
-
-
-def open_app(page: str | None = None, timeout: float = 30) -> AppTest:
-    """Start the app at Home, then go to ``page`` as a user clicking in the sidebar would."""
-    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=timeout).run()
-    assert not at.exception, at.exception
-    if page is not None:
-        at.switch_page(page).run()
-        assert not at.exception, at.exception
-    return at
 
 
 def texts(at: AppTest) -> str:

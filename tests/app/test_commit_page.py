@@ -5,24 +5,17 @@ The page needs no results store."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
+from app_test import open_app
 from streamlit.testing.v1 import AppTest
 
-APP = Path(__file__).resolve().parents[2] / "app"
 PAGE = "pages/8_Commit_protocols.py"
 BUILT_IN = ["2pc", "presumed_abort", "presumed_commit", "3pc", "group_commit"]
 
 
 def open_page() -> AppTest:
-    """Start the app at Home and go to the page, as a user clicking in the sidebar."""
-    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
-    assert not at.exception, at.exception
-    at.switch_page(PAGE).run()
-    assert not at.exception, at.exception
-    return at
+    return open_app(PAGE, timeout=60)
 
 
 def rerun(at: AppTest) -> AppTest:

@@ -4,22 +4,16 @@ calibrated on, and filters by kind. The page needs no results store."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from app_test import open_app
 from streamlit.testing.v1 import AppTest
 
 from minidb.cost import get_profile
 
-APP = Path(__file__).resolve().parents[2] / "app"
 PAGE = "pages/9_Hardware_profiles.py"
 
 
 def open_page() -> AppTest:
-    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=60).run()
-    assert not at.exception, at.exception
-    at.switch_page(PAGE).run()
-    assert not at.exception, at.exception
-    return at
+    return open_app(PAGE, timeout=60)
 
 
 def test_the_page_shows_gammas_constants_and_their_calibrations():

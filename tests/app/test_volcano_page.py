@@ -14,12 +14,12 @@ from pathlib import Path
 import explorer
 import pandas as pd
 import pytest
+from app_test import open_app
 from streamlit.testing.v1 import AppTest
 
 from minidb.experiments.reproduce import run_and_store
 from minidb.results import ResultsStore
 
-APP = Path(__file__).resolve().parents[2] / "app"
 VOLCANO = "pages/7_Volcano_tuning.py"
 
 #: the small sequence the tests run: every step at scale 0.05 on 2 and 4 disks (32 KB
@@ -247,12 +247,7 @@ def test_the_paper_in_words_and_the_hint():
 
 
 def open_page(timeout: float = 60) -> AppTest:
-    """Start the app at Home and go to the Volcano page, as a user clicking in the sidebar."""
-    at = AppTest.from_file(str(APP / "Home.py"), default_timeout=timeout).run()
-    assert not at.exception, at.exception
-    at.switch_page(VOLCANO).run()
-    assert not at.exception, at.exception
-    return at
+    return open_app(VOLCANO, timeout)
 
 
 def texts(at: AppTest) -> str:
