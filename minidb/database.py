@@ -92,6 +92,7 @@ from minidb.storage.schema import Schema
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.locks import LockManager
+from minidb.txn.txn_log import TransactionLog
 from minidb.txn.undo import UndoJournal
 
 if TYPE_CHECKING:
@@ -166,6 +167,10 @@ class Database:
         check_rid_fetch(rid_fetch)
         self.join = check_join_choice(join)
         self._lock: DirectoryLock | None = None
+        #: the undo records of transactions (``begin``), durable: ``minidb.txn.txn_log``. None
+        #: without a data directory, and on a node of a parallel database (whose transactions
+        #: are its coordinator's)
+        self.txn_log: TransactionLog | None = None
         self.journal: UndoJournal | None = None
         #: what restart recovery did when this database was opened (None: nothing to do)
         self.recovery: str | None = None
@@ -190,6 +195,9 @@ class Database:
                 raise
         try:
             self._open(page_size, stored, data_dir, buffer_pages, buffer_policy, memory_pages, rid_fetch)
+            if data_dir is not None and in_doubt is None:
+                self.txn_log = TransactionLog(data_dir)
+                self._roll_back_losers()
         except BaseException:
             self._release_directory()
             raise
@@ -231,8 +239,18 @@ class Database:
             self.disk.close()
             raise
 
+    def _roll_back_losers(self) -> None:
+        """Restart recovery of transactions: undo those that had not committed."""
+        from minidb.txn.transaction import roll_back_losers, undo_write
+
+        said = roll_back_losers(self.txn_log, lambda u: undo_write(self, u), self.catalog.has)
+        if said is not None:
+            self.recovery = said if self.recovery is None else f"{self.recovery}; {said}"
+
     def _release_directory(self) -> None:
-        """Close the log and give up the directory lock (the database is closed or never opened)."""
+        """Close the logs and give up the directory lock (the database is closed or never opened)."""
+        if self.txn_log is not None:
+            self.txn_log.close()
         if self.journal is not None:
             self.journal.close()
         if self._lock is not None:

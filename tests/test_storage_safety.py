@@ -43,9 +43,10 @@ def data_file(db, table: str):
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    """The directory's data files (not the lock file, whose content is the holder's process id)."""
+    """The directory's data files (not the lock file, whose content is the holder's process id,
+    nor the logs)."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
-            if p.is_file() and p.name not in ("minidb.lock", "wal.log")}
+            if p.is_file() and p.name not in ("minidb.lock", "wal.log", "txn.log")}
 
 
 # -- item 8: a lost catalog, orphans ------------------------------------------------------------

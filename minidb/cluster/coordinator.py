@@ -125,6 +125,7 @@ from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_
 from minidb.txn.commit.enginenet import CommitAborted, engine_protocol
 from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
+from minidb.txn.txn_log import TransactionLog
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
 NO_PROPAGATION_HINT = "no_propagation"  # leave selections where written (the Teradata, §6.1)
@@ -276,6 +277,10 @@ class ParallelDatabase:
         self.data_dir = None if data_dir is None else Path(data_dir)
         self._lock: DirectoryLock | None = None
         self.two_phase: TwoPhaseCoordinator | None = None
+        #: the transactions' undo records, durable (``minidb.txn.txn_log``); with a data directory
+        self.txn_log: TransactionLog | None = None
+        #: what restart recovery of transactions did when the directory was opened (None: nothing)
+        self.recovery: str | None = None
         if self.data_dir is not None:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._lock = DirectoryLock(self.data_dir)
@@ -357,6 +362,8 @@ class ParallelDatabase:
             try:
                 self.two_phase.forget()  # every node is open: it settled what it doubted
                 self._reopen(stored)
+                self.txn_log = TransactionLog(self.data_dir)
+                self.recovery = self._roll_back_losers()
             except BaseException:
                 self.close()
                 raise
@@ -714,7 +721,19 @@ class ParallelDatabase:
         self.schemes.clear()
         self._reopen(self._stored_catalog(self.num_nodes), save=False)  # nothing to commit
 
+    def _roll_back_losers(self) -> str | None:
+        """Restart recovery of transactions (``minidb.cluster.transaction``): undo on every node
+        the writes of those that had not committed; what was done, or None."""
+        from minidb.cluster.transaction import undo_parallel_write
+        from minidb.txn.transaction import roll_back_losers
+
+        with self._engine:
+            return roll_back_losers(self.txn_log, lambda u: undo_parallel_write(self, u),
+                                    self.catalog.has)
+
     def _release_directory(self) -> None:
+        if self.txn_log is not None:
+            self.txn_log.close()
         if self.two_phase is not None:
             self.two_phase.close()
         if self._lock is not None:

@@ -50,9 +50,12 @@ actor's threads for up to ``lock_timeout``, and the scheduler's detector reads t
 this process; making both remote calls is not done. DDL, INSERT ... SELECT and DISTRIBUTE in a
 transaction; an UPDATE that changes the lock key or a partitioning column (the row would move to
 another node, away from its locks); tables whose placement changes as they grow (``lh_star``).
-Simplified: a transaction is not durable as a whole: in a data directory each statement (and
-each undo step) commits on every node by the commit protocol on its own, so a crash in the
-middle of a transaction leaves the statements it had run. An aborted round-robin table's
+Durability: in a data directory each statement (and each undo step) commits on every node by
+the commit protocol on its own, and the transaction's undo records are forced first to the
+coordinator's transaction log (``txn.log`` in the directory, ``minidb.txn.txn_log``); ``commit``
+forces an END record there, the transaction's commit point. Opening the directory again rolls
+back every transaction that had not committed (``undo_parallel_write``), as on one node.
+Simplified: an aborted round-robin table's
 restored rows may land on other nodes than before (same rows, other placement).
 """
 
@@ -130,6 +133,7 @@ class ParallelTransaction(TransactionBase):
     def __init__(self, pdb: ParallelDatabase, access: str = "stable",
                  lock_timeout: float | None = None):
         super().__init__(access, lock_timeout)
+        self._log = pdb.txn_log
         if pdb.backend.name != "inline":
             raise MinidbError("transactions on the parallel engine need the inline backend: with "
                               "Ray a lock wait would block a node actor's thread and the "
@@ -300,7 +304,7 @@ class ParallelTransaction(TransactionBase):
     def _write(self, table: str, key: str, keys: list, text: str) -> ParallelResult:
         """Run a write (statement mutex held, X locks held) after saving, with a parallel
         SELECT, the rows it may change."""
-        self._undo.append(_Undo(table, key, keys, self._rows_with(table, key, keys)))
+        self._remember(_Undo(table, key, keys, self._rows_with(table, key, keys)))
         return self.pdb._sql(text)
 
     def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
@@ -318,8 +322,12 @@ class ParallelTransaction(TransactionBase):
     # -- the end ------------------------------------------------------------------------------
     def commit(self) -> None:
         """Commit: every statement is already applied (and, in a data directory, committed on
-        every node); release the locks on every node (the end of strict two-phase locking)."""
+        every node); there the forced END record in the coordinator's transaction log makes them
+        durable as a whole (``minidb.txn.txn_log``). Then release the locks on every node (the
+        end of strict two-phase locking)."""
         self._check_active()
+        self.pdb._check_open()
+        self._log_end("commit")
         self.state = "committed"
         self._release_all()
 
@@ -332,8 +340,8 @@ class ParallelTransaction(TransactionBase):
         try:
             with pdb._engine:
                 for u in reversed(self._undo):
-                    deletes = [f"DELETE FROM {u.table} WHERE {c}" for c in _in_lists(u.key, u.keys)]
-                    pdb._put_back(u.table, deletes, u.before)
+                    undo_parallel_write(pdb, u)
+            self._log_end("abort")  # not reached if a step failed: restart undoes it again
         finally:
             self._undo.clear()
             self.state = "aborted"
@@ -343,3 +351,11 @@ class ParallelTransaction(TransactionBase):
         if not self.pdb._closed:
             self.pdb.backend.call_all("txn_release_all", {n: (self.id,) for n in self.pdb.disk},
                                       "release locks")
+
+
+def undo_parallel_write(pdb: ParallelDatabase, u: _Undo) -> None:
+    """One undo step on the parallel engine: delete the rows having the keys of ``u`` and insert
+    its rows before the write, as one statement committed on every node (``_put_back``).
+    Idempotent, as restart recovery needs (``minidb.txn.txn_log``)."""
+    deletes = [f"DELETE FROM {u.table} WHERE {c}" for c in _in_lists(u.key, u.keys)]
+    pdb._put_back(u.table, deletes, u.before)

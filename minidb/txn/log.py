@@ -94,6 +94,15 @@ class LogFile:
     def empty(self) -> bool:
         return self._end == 0
 
+    @property
+    def size(self) -> int:
+        """Bytes of intact records in the file."""
+        return self._end
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
     def records(self) -> Iterator[LogRecord]:
         """Every intact record, oldest first; stops at a torn or damaged tail."""
         for lsn, kind, payload, _ in self._scan():

@@ -52,10 +52,14 @@ back, newest write first, while it still holds the X locks, then releases them. 
 the undo journal commits it (``Database._statement``); in a temporary directory a statement
 checks everything before it changes a page, and there is nothing to recover after a crash.
 
-Simplified, and said so: a transaction is not durable as a whole. In a data directory every
-statement is committed on its own, so a crash in the middle of a transaction leaves the
-statements it had run (a real system logs the logical undo records and rolls the loser back at
-restart). DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction; an UPDATE may not
+Durability. In a data directory every statement is committed on its own by the statement
+journal, and the undo records are made durable first in the transaction log
+(``minidb.txn.txn_log``): ``commit`` forces an END record, its commit point; a transaction that
+had not committed when its process died (or its database was closed) is rolled back when the
+directory is opened again (``roll_back_losers``), so a crash leaves every committed transaction
+and none of the others.
+
+Simplified, and said so: DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction; an UPDATE may not
 change the lock key. A STABLE or BROWSE statement does not see a row another transaction has
 deleted but not committed (the row is gone from the pages; a real system would keep a ghost).
 Statements outside a transaction (``db.sql``) take no locks, as before.
@@ -77,6 +81,7 @@ from minidb.txn.locks import S, X, new_txn_id
 if TYPE_CHECKING:
     from minidb.catalog import Table
     from minidb.database import Database, Result
+    from minidb.txn.txn_log import TransactionLog
 
 ACCESS_MODES = ("browse", "stable", "repeatable")
 #: rounds of "find the keys, lock them" before a statement gives up (keys keep appearing)
@@ -207,6 +212,20 @@ class TransactionBase:
         self.state = "active"
         self.statements = 0
         self._undo: list[_Undo] = []
+        #: in a data directory, where the undo records are made durable (``minidb.txn.txn_log``)
+        self._log: TransactionLog | None = None
+
+    def _remember(self, undo: _Undo) -> None:
+        """Keep the undo record of a write about to run; in a data directory force it to the
+        transaction log first (the write-ahead rule, ``minidb.txn.txn_log``)."""
+        if self._log is not None:
+            self._log.write(self.id, undo.table, undo.key, undo.keys, undo.before)
+        self._undo.append(undo)
+
+    def _log_end(self, outcome: str) -> None:
+        """Force the END record: at commit the commit point, at abort the undo's completion."""
+        if self._log is not None:
+            self._log.end(self.id, outcome)
 
     def sql(self, text: str):
         """Run one statement in this transaction, taking the locks its access mode asks for.
@@ -274,6 +293,7 @@ class Transaction(TransactionBase):
         super().__init__(access, lock_timeout)
         self.db = db
         self.locks = db.locks
+        self._log = db.txn_log
 
     # -- statements ---------------------------------------------------------------------------
     def _read(self, tree: exp.Expression, text: str) -> Result:
@@ -370,7 +390,7 @@ class Transaction(TransactionBase):
 
     def _write(self, table: str, key: str, keys: list, text: str) -> Result:
         """Run a write (engine mutex held, X locks held) after saving the rows it may change."""
-        self._undo.append(_Undo(table, key, keys, self._rows_with(table, key, keys)))
+        self._remember(_Undo(table, key, keys, self._rows_with(table, key, keys)))
         return self.db.sql(text)
 
     def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
@@ -379,16 +399,16 @@ class Transaction(TransactionBase):
 
     @staticmethod
     def _mask(records: np.ndarray, key: str, keys: list) -> np.ndarray:
-        if not keys:
-            return np.zeros(len(records), dtype=bool)
-        wanted = np.array([k.encode() if isinstance(k, str) else k for k in keys])
-        return np.isin(records[key], wanted)
+        return key_mask(records, key, keys)
 
     # -- the end ------------------------------------------------------------------------------
     def commit(self) -> None:
-        """Commit: every statement is already applied (and, in a data directory, durable);
-        release the locks (the end of strict two-phase locking)."""
+        """Commit: every statement is already applied; in a data directory the forced END record
+        makes them durable as a whole (``minidb.txn.txn_log``). Then release the locks (the end
+        of strict two-phase locking)."""
         self._check_active()
+        self.db._check_open()
+        self._log_end("commit")
         self.state = "committed"
         self.locks.release_all(self.id)
 
@@ -401,16 +421,56 @@ class Transaction(TransactionBase):
         try:
             with db._engine:
                 for u in reversed(self._undo):
-                    table = db.catalog.get(u.table)
-                    with db._statement():
-                        records, rids = table.read_all_with_rids()
-                        mask = self._mask(records, u.key, u.keys)
-                        if mask.any():
-                            table.delete(rids[mask])
-                        if len(u.before):
-                            table.insert(u.before)
+                    undo_write(db, u)
+            self._log_end("abort")  # not reached if a step failed: restart undoes it again
         finally:
             self._undo.clear()
             self.state = "aborted"
             self.locks.release_all(self.id)
 
+
+
+def key_mask(records: np.ndarray, key: str, keys: list) -> np.ndarray:
+    """Which of ``records`` have one of ``keys`` in column ``key``."""
+    if not keys:
+        return np.zeros(len(records), dtype=bool)
+    wanted = np.array([k.encode() if isinstance(k, str) else k for k in keys])
+    return np.isin(records[key], wanted)
+
+
+def undo_write(db: Database, u: _Undo) -> None:
+    """One undo step on one node: the rows having the keys of ``u`` are replaced by its rows
+    before the write, as one statement (in a data directory, committed on its own). Doing it
+    twice leaves what doing it once leaves, which restart recovery relies on."""
+    table = db.catalog.get(u.table)
+    with db._statement():
+        records, rids = table.read_all_with_rids()
+        mask = key_mask(records, u.key, u.keys)
+        if mask.any():
+            table.delete(rids[mask])
+        if len(u.before):
+            table.insert(u.before)
+
+
+def roll_back_losers(log: TransactionLog, undo: Callable[[_Undo], None],
+                     has_table: Callable[[str], bool]) -> str | None:
+    """Restart recovery of transactions (``minidb.txn.txn_log``): undo every write of every
+    transaction that had not ended, newest first, then empty the log. Returns what was done
+    (None: nothing). A write on a table dropped since (outside the transaction) is skipped."""
+    losers = log.losers()
+    steps, skipped = 0, set()
+    for txn in sorted(losers):
+        for table, key, keys, before in reversed(losers[txn]):
+            if not has_table(table):
+                skipped.add(table)
+                continue
+            undo(_Undo(table, key, keys, before))
+            steps += 1
+    log.reset()
+    if not losers:
+        return None
+    said = (f"rolled back {len(losers)} unfinished transaction(s) "
+            f"({', '.join(f'T{t}' for t in sorted(losers))}: {steps} write(s) undone)")
+    if skipped:
+        said += f"; tables dropped since, not restored: {', '.join(sorted(skipped))}"
+    return said
