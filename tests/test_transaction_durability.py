@@ -295,3 +295,47 @@ def test_a_crash_during_restart_recovery_is_recovered_again(tmp_path):
         assert "8 write(s) undone" in db.recovery
         assert _rows(db, "acct") == before
     assert (tmp_path / TXN_LOG_FILE).stat().st_size == 0
+
+
+# -- what abort and restart put back, NULL keys included ----------------------------------------
+
+def _random_table(rng: random.Random) -> pa.Table:
+    n = rng.randint(0, 12)
+    keys = [rng.choice([None, 0, 1, 2, 3, 5]) for _ in range(n)]
+    return pa.table({"k": pa.array(keys, pa.int64()),
+                     "v": pa.array([rng.randint(0, 50) for _ in range(n)], pa.int64())})
+
+
+def _random_writes(rng: random.Random) -> list[str]:
+    pool = ["UPDATE t SET v = v + 1", "UPDATE t SET v = 0 WHERE k IS NULL",
+            "UPDATE t SET v = v * 2 WHERE k = 0", "DELETE FROM t WHERE v > 25",
+            "DELETE FROM t WHERE k IS NULL", "DELETE FROM t WHERE k = 0",
+            "INSERT INTO t VALUES (NULL, 99)", "INSERT INTO t VALUES (0, 98)",
+            "INSERT INTO t VALUES (7, 97), (NULL, 96)", "UPDATE t SET v = 1 WHERE k < 3"]
+    return rng.sample(pool, rng.randint(1, 5))
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_abort_and_restart_put_back_every_row_null_keys_included(tmp_path, nodes, seed):
+    rng = random.Random(seed * 7 + nodes)
+    data, writes = _random_table(rng), _random_writes(rng)
+    for how in ("abort", "restart"):
+        path = tmp_path / how
+        db = _open(path, nodes)
+        if nodes == 1:
+            db.create_table("t", data)
+        else:
+            db.create_table("t", data, partition="hash(k)")
+        before = sorted(db.sql("SELECT * FROM t").to_pylist(), key=str)
+        tx = db.begin()
+        for w in writes:
+            tx.sql(w)
+        if how == "abort":
+            tx.abort()
+            assert sorted(db.sql("SELECT * FROM t").to_pylist(), key=str) == before, writes
+            db.close()
+            continue
+        db.close()
+        with _open(path, nodes) as again:
+            assert sorted(again.sql("SELECT * FROM t").to_pylist(), key=str) == before, writes

@@ -77,7 +77,14 @@ from minidb.sql.hints import split_hint_comment
 from minidb.sql.translate import InsertStatement, UpdateStatement, translate
 from minidb.txn.deadlock import GlobalDeadlockDetector
 from minidb.txn.locks import DEFAULT_LOCK_TIMEOUT, S, X
-from minidb.txn.transaction import MAX_ROUNDS, TransactionBase, _python, _Undo, key_bounds
+from minidb.txn.transaction import (
+    MAX_ROUNDS,
+    TransactionBase,
+    _Undo,
+    key_bounds,
+    key_list,
+    record_keys,
+)
 
 if TYPE_CHECKING:
     from minidb.cluster.coordinator import ParallelDatabase, ParallelResult
@@ -120,9 +127,11 @@ def _literal(value: Any) -> str:
 
 
 def _in_lists(key: str, keys: list) -> list[str]:
-    """``key IN (...)`` conditions covering ``keys``, ``IN_LIST`` keys each."""
-    return [f"{key} IN ({', '.join(_literal(k) for k in keys[i:i + IN_LIST])})"
-            for i in range(0, len(keys), IN_LIST)]
+    """``key IN (...)`` conditions covering ``keys``, ``IN_LIST`` keys each, and ``key IS NULL``
+    when None is one of them."""
+    values = [k for k in keys if k is not None]
+    return [f"{key} IN ({', '.join(_literal(k) for k in values[i:i + IN_LIST])})"
+            for i in range(0, len(values), IN_LIST)] + ([f"{key} IS NULL"] if None in keys else [])
 
 
 class ParallelTransaction(TransactionBase):
@@ -224,15 +233,19 @@ class ParallelTransaction(TransactionBase):
             p = pdb.schemes[table.lower()]
             key = self._lock_key(table)
             where = self._insert_nodes(table, p, statement.records)
-        keys = [_python(v) for v in statement.records[key]]
+        keys = record_keys(statement.records, key)
         with pdb._deadlocks.asking():
             for n in pdb.disk:  # node by node, each node's keys in key order
-                mine = sorted({k for k, w in zip(keys, where, strict=True) if w is None or w == n})
+                mine = key_list([k for k, w in zip(keys, where, strict=True) if w is None or w == n])
+                if mine and mine[-1] is None:  # a NULL key names no row: lock the table there
+                    mine.pop()
+                    pdb.backend.call(n, "txn_lock_range", self.id, table, None, None, X,
+                                     self.lock_timeout, phase="lock")
                 if mine:
                     pdb.backend.call(n, "txn_lock_rows", self.id, table, mine, X,
                                      self.lock_timeout, phase="lock")
         with pdb._engine:
-            return self._write(table, key, sorted(set(keys)), text)
+            return self._write(table, key, key_list(keys), text)
 
     def _insert_nodes(self, table: str, p: Partitioner, records: np.ndarray) -> list:
         """The node each new row will be stored on, or None each when that is not known before
@@ -265,7 +278,7 @@ class ParallelTransaction(TransactionBase):
                     whole = {n: None in keys and None not in got[n]
                              for n, keys in zip(pdb.disk, found, strict=True)}
                     if not any(missing.values()) and not any(whole.values()):
-                        return run(sorted({k for keys in found for k in keys} - {None}))
+                        return run(key_list([k for keys in found for k in keys]))
                 with pdb._deadlocks.asking():
                     for n in pdb.disk:  # node by node, each node's keys in key order
                         if whole[n]:  # a NULL key names no row: lock the table on that node

@@ -76,6 +76,7 @@ from sqlglot import exp
 
 from minidb.errors import LockError, MinidbError
 from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
+from minidb.storage.schema import null_mask
 from minidb.txn.locks import S, X, new_txn_id
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def check_begin(access: Any, lock_timeout: Any) -> None:
 class _Undo:
     table: str
     key: str
-    keys: list  # the lock keys the write touched (X-locked)
+    keys: list  # the lock keys the write touched (X-locked); None: the rows with a NULL key
     before: np.ndarray  # the rows with those keys before the write
 
 
@@ -355,9 +356,12 @@ class Transaction(TransactionBase):
                               "runs outside it (db.sql)")
         table = statement.table
         key = lock_key(table)
-        keys = sorted({_python(v) for v in statement.records[key]})
+        keys = key_list(record_keys(statement.records, key))
         for k in keys:  # an X lock on a new key waits for a REPEATABLE reader's range: no phantom
-            self.locks.lock_row(self.id, table.name, k, X, self.lock_timeout)
+            if k is None:  # a NULL key names no row: lock the table
+                self.locks.lock_range(self.id, table.name, None, None, X, self.lock_timeout)
+            else:
+                self.locks.lock_row(self.id, table.name, k, X, self.lock_timeout)
         with db._engine:
             return self._write(table.name, key, keys, text)
 
@@ -375,7 +379,7 @@ class Transaction(TransactionBase):
                     missing = sorted({k for k in keys if k not in got and k is not None})
                     whole = None in keys and None not in got
                     if not missing and not whole:
-                        return run(sorted(set(keys) - {None}))
+                        return run(key_list(keys))
                 if whole:  # a NULL key names no row: lock the table
                     got[None] = self.locks.lock_range(self.id, table, None, None, mode,
                                                       self.lock_timeout)
@@ -430,12 +434,33 @@ class Transaction(TransactionBase):
 
 
 
+def record_keys(records: np.ndarray, key: str) -> list:
+    """The lock keys of ``records`` as Python values, None where the key is NULL."""
+    nulls = null_mask(records, key)
+    return [None if nulls is not None and nulls[i] else _python(v)
+            for i, v in enumerate(records[key])]
+
+
+def key_list(keys: list) -> list:
+    """The distinct keys in order; None (the rows whose key is NULL) last, if there."""
+    distinct = set(keys)
+    return sorted(distinct - {None}) + ([None] if None in distinct else [])
+
+
 def key_mask(records: np.ndarray, key: str, keys: list) -> np.ndarray:
-    """Which of ``records`` have one of ``keys`` in column ``key``."""
-    if not keys:
-        return np.zeros(len(records), dtype=bool)
-    wanted = np.array([k.encode() if isinstance(k, str) else k for k in keys])
-    return np.isin(records[key], wanted)
+    """Which of ``records`` have one of ``keys`` in column ``key`` (None in ``keys``: the rows
+    whose key is NULL; a NULL is stored as a zero value, so it must not match a key 0)."""
+    mask = np.zeros(len(records), dtype=bool)
+    nulls = null_mask(records, key)
+    values = [k for k in keys if k is not None]
+    if values:
+        mask = np.isin(records[key], np.array([k.encode() if isinstance(k, str) else k
+                                               for k in values]))
+        if nulls is not None:
+            mask &= ~nulls
+    if None in keys and nulls is not None:
+        mask |= nulls
+    return mask
 
 
 def undo_write(db: Database, u: _Undo) -> None:
