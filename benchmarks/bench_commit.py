@@ -37,6 +37,11 @@ One run prints, side by side:
    databases of a pair are open together and take turns, ten statements at a time, so a load
    that comes and goes on a shared machine hits both alike; their ratio (no-log over logged
    statements per second) is what durability costs here.
+4. **Group commit in the engine** (``minidb.txn.txn_log``), wall clock: 8 threads (4 at
+   ``--quick``) each commit one-UPDATE transactions on rows of their own, on one data directory
+   per group size (1, 4, 8; the sizes take turns, three rounds): commits per second, the
+   transaction log's forces per commit (END records, and with the forced WRITE records), every
+   force per commit (with the statement journal's), and commits per second over size 1.
 
 The data directories go under ``--dir`` (default: the system's temporary directory), whose file
 system the output names: an ``fsync`` on tmpfs costs nothing, on a disk it is the price of a
@@ -52,16 +57,20 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow as pa
 
 import minidb
 from minidb.datagen import wisconsin
 from minidb.plugins import names
 from minidb.txn.commit.base import COMMIT, COORDINATOR
 from minidb.txn.commit.matrix import one_run, protocol
+from minidb.txn.txn_log import GROUP_WAIT_S
 
 #: the load: one transaction every START_EVERY simulated time units, over LOAD_PARTICIPANTS
 START_EVERY = 0.5
@@ -73,7 +82,10 @@ LOAD_PROTOCOLS = ("presumed_abort", "group_commit")
 UPDATE = "UPDATE t SET ten = ten + 1 WHERE unique1 = {key}"
 WARMUP = 3  # statements run before the clock starts (the first plans, the first log records)
 CHUNK = 10  # statements run on one database before the other takes its turn
-QUICK = {"participants": 4, "load_txns": 40, "statements": 10, "rows": 500, "nodes": [1, 2]}
+QUICK = {"participants": 4, "load_txns": 40, "statements": 10, "rows": 500, "nodes": [1, 2],
+         "group_threads": 4, "group_each": 3}
+GROUP_SIZES = (1, 4, 8)  # group commit sizes compared in the engine
+GROUP_ROUNDS = 3
 
 
 class BrokenCommit(RuntimeError):
@@ -301,6 +313,89 @@ def print_engine(runs: list[EngineRun], rows: int) -> None:
           "run); a force is one fsync of a log file.")
 
 
+# -- group commit in the engine's transaction log ---------------------------------------------
+@dataclass
+class GroupRun:
+    """Transactions committed by several threads at once with one group commit size."""
+
+    size: int  # commits per group force (1: each forced alone)
+    commits: int
+    wall_s: float
+    commit_forces: int  # forces made for END records (``TransactionLog.commit_forces``)
+    txn_forces: int  # every force of the transaction log (WRITEs too)
+    all_forces: int  # with the statement journal's forces
+
+    @property
+    def per_second(self) -> float:
+        return self.commits / self.wall_s
+
+
+def group_commit_runs(sizes: Sequence[int], threads: int, rounds: int, each: int,
+                      where: str | None = None) -> list[GroupRun]:
+    """``threads`` threads each commit ``each`` one-UPDATE transactions on rows of their own, per
+    round, on one data directory per group size; the sizes take turns round by round, so a
+    load that comes and goes on a shared machine hits them alike."""
+    top = Path(tempfile.mkdtemp(prefix="bench_group_", dir=where))
+    accounts = threads * 4
+    data = pa.table({"id": pa.array(range(accounts), pa.int64()),
+                     "bal": pa.array([0] * accounts, pa.int64())})
+    try:
+        with contextlib.ExitStack() as stack:
+            dbs = []
+            for size in sizes:
+                db = stack.enter_context(minidb.connect(data_dir=top / f"group{size}"))
+                db.create_table("acct", data)
+                db.txn_log.set_group_commit(size, GROUP_WAIT_S)
+                dbs.append(db)
+            before = [(db.txn_log.commits, db.txn_log.commit_forces, db.txn_log.counters.forces,
+                       db.journal.log.counters.forces) for db in dbs]
+            walls = [0.0] * len(dbs)
+            for _ in range(rounds):
+                for i, db in enumerate(dbs):
+                    walls[i] += _commit_together(db, threads, each)
+            out = []
+            for size, db, b, wall in zip(sizes, dbs, before, walls, strict=True):
+                log = db.txn_log
+                commits, ends, txn, journal = (log.commits - b[0], log.commit_forces - b[1],
+                                               log.counters.forces - b[2],
+                                               db.journal.log.counters.forces - b[3])
+                out.append(GroupRun(size, commits, wall, ends, txn, txn + journal))
+            return out
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _commit_together(db, threads: int, each: int) -> float:
+    """Wall seconds for ``threads`` threads to commit ``each`` transactions apiece."""
+    def work(w: int) -> None:
+        for i in range(each):
+            with db.begin() as tx:
+                tx.sql(f"UPDATE acct SET bal = bal + 1 WHERE id = {w * 4 + i % 4}")
+
+    pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    start = time.perf_counter()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - start
+
+
+def print_group_commit(runs: list[GroupRun], threads: int) -> None:
+    print(f"group commit in the engine (minidb.txn.txn_log): {threads} threads commit one-UPDATE "
+          f"transactions on one data directory; a commit waits at most {GROUP_WAIT_S * 1000:g} ms "
+          "for its group")
+    print(f"{'group size':<12}{'commits':>8}{'commits/s':>11}{'END forces/commit':>19}"
+          f"{'txn log forces/commit':>23}{'all forces/commit':>19}{'commits/s vs size 1':>21}")
+    alone = runs[0]
+    for r in runs:
+        print(f"{r.size:<12}{r.commits:>8}{r.per_second:>11.1f}{r.commit_forces / r.commits:>19.2f}"
+              f"{r.txn_forces / r.commits:>23.2f}{r.all_forces / r.commits:>19.2f}"
+              f"{r.per_second / alone.per_second:>20.2f}x")
+    print("an END rides on its group's force or on another thread's WRITE force; the statement "
+          "journal still forces every statement (FORCE), which group commit does not change.")
+
+
 # -- the whole run -------------------------------------------------------------------------------
 def _filesystem(path: str) -> str:
     """The type of the file system holding ``path`` (from /proc/mounts), or '?'."""
@@ -402,7 +497,8 @@ def print_transports(runs: list[TransportRun]) -> None:
 
 def report(participants: int = 8, load_txns: int = 400, statements: int = 200, rows: int = 2000,
            node_counts: Sequence[int] = (1, 2, 4), where: str | None = None,
-           ray: bool = False, transport_commits: int = 4) -> dict:
+           ray: bool = False, transport_commits: int = 4, group_threads: int = 8,
+           group_each: int = 10) -> dict:
     """Measure and print everything; return what was measured."""
     env = environment(where)
     width = len("load average (1 min), after") + 2
@@ -435,8 +531,12 @@ def report(participants: int = 8, load_txns: int = 400, statements: int = 200, r
     runs = engine_runs(rows, statements, node_counts, where)
     print_engine(runs, rows)
     print()
+    groups = group_commit_runs(GROUP_SIZES, group_threads, GROUP_ROUNDS, group_each, where)
+    print_group_commit(groups, group_threads)
+    print()
     print(f"{'load average (1 min), after':<{width}}{os.getloadavg()[0]:.1f}")
-    return {"costs": costs, "loads": loads, "engine": runs, "transports": transports}
+    return {"costs": costs, "loads": loads, "engine": runs, "transports": transports,
+            "group_commit": groups}
 
 
 def _counts(text: str, parser: argparse.ArgumentParser) -> list[int]:
@@ -473,8 +573,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name in ("participants", "load_txns", "statements", "rows"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    threads, each = (QUICK["group_threads"], QUICK["group_each"]) if args.quick else (8, 10)
     return report(args.participants, args.load_txns, args.statements, args.rows, nodes, args.dir,
-                  ray=not args.no_ray and not args.quick)
+                  ray=not args.no_ray and not args.quick, group_threads=threads, group_each=each)
 
 
 if __name__ == "__main__":

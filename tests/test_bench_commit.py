@@ -137,3 +137,19 @@ def test_the_transports_table_times_the_simulated_network(quick):
     assert {r.protocol for r in simulated} >= set(BUILT_IN)
     assert all(r.commits > 0 and r.per_second > 0 for r in simulated)
     assert "note: no Ray rows (--no-ray)." in out  # --quick leaves Ray out
+
+
+def test_group_commit_in_the_engine_shares_forces(quick):
+    results, out = quick
+    runs = {r.size: r for r in results["group_commit"]}
+    assert sorted(runs) == list(bench_commit.GROUP_SIZES)
+    commits = {r.commits for r in runs.values()}
+    assert commits == {bench_commit.QUICK["group_threads"] * bench_commit.QUICK["group_each"]
+                       * bench_commit.GROUP_ROUNDS}
+    alone = runs[1]
+    assert alone.commit_forces == alone.commits and alone.txn_forces == 2 * alone.commits
+    for size, r in runs.items():
+        assert r.all_forces > r.txn_forces >= r.commit_forces  # the statement journal's on top
+        if size > 1:
+            assert r.txn_forces <= alone.txn_forces
+    assert "group commit in the engine" in out and "commits/s vs size 1" in out

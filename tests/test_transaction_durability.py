@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -77,6 +78,53 @@ def test_each_write_and_the_commit_are_forced_and_a_reader_logs_nothing(tmp_path
             tx.sql("UPDATE acct SET bal = bal - 5 WHERE id = 1")
             tx.sql("UPDATE acct SET bal = bal + 5 WHERE id = 2")
         assert (log.records, log.forces) == (3, 3)  # two WRITEs before the writes, one END
+
+
+def _concurrent_commits(db, threads: int, each: int) -> None:
+    def work(w: int) -> None:
+        for i in range(each):
+            with db.begin() as tx:  # rows of its own: no lock waits, the commits overlap
+                tx.sql(f"UPDATE acct SET bal = bal + 1 WHERE id = {w * 4 + i % 4}")
+
+    pool = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_group_commit_shares_forces_and_keeps_every_commit(tmp_path, group):
+    with minidb.connect(data_dir=tmp_path) as db:
+        db.create_table("acct", _accounts())
+        db.txn_log.set_group_commit(group, 0.05)
+        _concurrent_commits(db, threads=8, each=10)
+        log = db.txn_log
+        assert log.commits == 80
+        if group == 1:  # alone: one force per WRITE and one per END
+            assert (log.commit_forces, log.counters.forces) == (80, 160)
+        else:  # an END rides on the group's force, or on another thread's WRITE force
+            assert log.commit_forces < 80 and log.counters.forces < 160
+    with minidb.connect(data_dir=tmp_path) as db:
+        assert db.recovery is None
+        assert sum(dict(_rows(db, "acct")).values()) == ACCOUNTS * START + 80
+
+
+def test_a_lone_commit_under_group_commit_is_forced_when_its_wait_ends(tmp_path):
+    with minidb.connect(data_dir=tmp_path) as db:
+        db.create_table("acct", _accounts())
+        db.txn_log.set_group_commit(8, 0.01)
+        with db.begin() as tx:
+            tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+        assert (db.txn_log.commits, db.txn_log.commit_forces) == (1, 1)
+
+
+@pytest.mark.parametrize("size,wait", [(0, 0.01), (2.5, 0.01), (True, 0.01), (2, 0), (2, -1),
+                                       (2, 60), (2, "x")])
+def test_group_commit_settings_are_checked(tmp_path, size, wait):
+    with minidb.connect(data_dir=tmp_path) as db:
+        with pytest.raises(MinidbError, match="group commit"):
+            db.txn_log.set_group_commit(size, wait)
 
 
 # -- what a restart rolls back ------------------------------------------------------------------
@@ -156,6 +204,7 @@ CHILD = textwrap.dedent("""
     from minidb.errors import LockError
     path, nodes, seed, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     db = minidb.connect(data_dir=path) if nodes == 1 else minidb.connect(nodes=nodes, data_dir=path)
+    db.txn_log.set_group_commit(int(sys.argv[5]), 0.02)
     start = db.sql("SELECT MAX(tid) FROM hist").to_pylist()[0][0] + 1
     out = threading.Lock()
     print("ready", flush=True)
@@ -195,10 +244,11 @@ CHILD = textwrap.dedent("""
 """).replace("{accounts}", str(ACCOUNTS))
 
 
-def _crash_round(path: Path, nodes: int, seed: int, rng: random.Random) -> list[int]:
+def _crash_round(path: Path, nodes: int, seed: int, rng: random.Random, group: int = 1) -> list[int]:
     """Run the child until it is killed after a random time; the transfers it said committed."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(nodes), str(seed), "3"],
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(nodes), str(seed), "3",
+                              str(group)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready = child.stdout.readline()
@@ -227,25 +277,28 @@ def _check_after_crash(path: Path, nodes: int, committed: set[int]) -> None:
     assert balances == expected  # nothing the history does not explain
 
 
-def _crash_rounds(path: Path, nodes: int, seed: int, rounds: int) -> None:
+def _crash_rounds(path: Path, nodes: int, seed: int, rounds: int, group: int) -> None:
     with _open(path, nodes) as db:
         _create(db, nodes)
     rng, committed = random.Random(seed), set()
     for r in range(rounds):
-        committed |= set(_crash_round(path, nodes, seed * 10 + r, rng))
+        committed |= set(_crash_round(path, nodes, seed * 10 + r, rng, group))
         _check_after_crash(path, nodes, committed)
     assert committed, "the child committed nothing before it was killed"
 
 
-@pytest.mark.parametrize("nodes,seed,rounds", [
-    (1, 1, 4), (3, 2, 3),
-    pytest.param(1, 3, 12, marks=pytest.mark.slow),
-    pytest.param(3, 4, 10, marks=pytest.mark.slow),
-    pytest.param(2, 5, 10, marks=pytest.mark.slow),
+@pytest.mark.parametrize("nodes,seed,rounds,group", [
+    (1, 1, 4, 1), (3, 2, 3, 1), (1, 6, 3, 3),
+    pytest.param(1, 3, 12, 1, marks=pytest.mark.slow),
+    pytest.param(3, 4, 10, 1, marks=pytest.mark.slow),
+    pytest.param(2, 5, 10, 1, marks=pytest.mark.slow),
+    pytest.param(1, 7, 10, 3, marks=pytest.mark.slow),
+    pytest.param(3, 8, 8, 3, marks=pytest.mark.slow),
 ])
 def test_kill_9_during_concurrent_transfers_loses_no_commit_and_keeps_no_loser(tmp_path, nodes,
-                                                                               seed, rounds):
-    _crash_rounds(tmp_path, nodes, seed, rounds)
+                                                                               seed, rounds, group):
+    """``group``: commits per group force (group commit); 1 forces each commit alone."""
+    _crash_rounds(tmp_path, nodes, seed, rounds, group)
 
 
 RECOVERY_KILLER = textwrap.dedent("""

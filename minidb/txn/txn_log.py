@@ -31,11 +31,22 @@ two-phase locking is what makes key-by-key undo correct: while a transaction liv
 writes its X-locked keys inside a transaction (statements outside a transaction take no locks;
 if one changes such a row, undo puts the old row back, as ``abort`` does).
 
+Group commit (Helland, Sammer, Lyon, Carr, Garrett and Reuter, Tandem 1988; the simulated
+network's protocol of the same name is ``minidb.txn.commit.group_commit``): with
+``set_group_commit(size, wait_s)`` a commit's END record is appended and the committing thread
+waits until ``size`` commits wait or ``wait_s`` has passed; then one force makes the whole group
+durable and every member returns. Under load many commits share a force; the price is the wait
+(``benchmarks/bench_commit.py`` measures both). Any force covers every record before it, so a
+WRITE forced by another thread releases the waiting commits too. An abort's END is forced at
+once: it must be durable before the locks go.
+
 The log is emptied when no transaction that wrote is live and it has grown past ``RESET_BYTES``
 (emptying costs a force too, so not after every commit), and at every restart.
 
 Counted (``counters``): records, bytes and forces, as for the node's other log; per committed
-transaction that wrote: one forced ``WRITE`` per write statement and one forced ``END``.
+transaction that wrote: one forced ``WRITE`` per write statement and one ``END``, forced alone or
+with its group (``commits`` and ``commit_forces``: committed transactions, and the forces made
+for their END records).
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ import io
 import json
 import struct
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +67,9 @@ TXN_LOG_FILE = "txn.log"
 WRITE, END = 1, 2
 #: a log this large is emptied the next time no transaction that wrote is live
 RESET_BYTES = 1 << 20
+#: group commit's timer: the longest a commit waits for others to share its force (our choice:
+#: a few times a disk's rotation, so a lone commit is not held up long)
+GROUP_WAIT_S = 0.01
 _HEADER = struct.Struct("<I")  # length of the JSON part of a WRITE record
 
 
@@ -79,12 +94,30 @@ class TransactionLog:
     def __init__(self, directory: str | Path):
         self.path = Path(directory) / TXN_LOG_FILE
         self.log = LogFile(self.path)
-        self._mutex = threading.Lock()
+        self._mutex = threading.Condition()
         self._live: set[int] = set()  # transactions with a WRITE and no END yet
+        self._forces = 0  # forces made so far: an END is durable once a force follows it
+        self._waiting = 0  # commits whose END waits for a group force
+        self.group_size, self.group_wait_s = 1, GROUP_WAIT_S
+        #: committed transactions (END "commit" records) and the forces that made them durable
+        self.commits = 0
+        self.commit_forces = 0
 
     @property
     def counters(self) -> LogCounters:
         return self.log.counters
+
+    def set_group_commit(self, size: int, wait_s: float = GROUP_WAIT_S) -> None:
+        """Group commit (Helland et al. 1988): a commit's END record waits until ``size`` of them
+        wait, or ``wait_s`` seconds, and one force makes the whole group durable. ``size=1``
+        (the default) forces every commit alone."""
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise MinidbError(f"group commit size must be a whole number of at least 1, not {size!r}")
+        if isinstance(wait_s, bool) or not isinstance(wait_s, int | float) or not 0 < wait_s <= 10:
+            raise MinidbError(f"group commit wait must be a number of seconds in (0, 10], "
+                              f"not {wait_s!r}")
+        with self._mutex:
+            self.group_size, self.group_wait_s = size, float(wait_s)
 
     def write(self, txn: int, table: str, key: str, keys: list, before: np.ndarray) -> None:
         """Log a transaction's undo record and force it, before the write it undoes runs."""
@@ -92,21 +125,52 @@ class TransactionLog:
         with self._mutex:
             self._check_open()
             self.log.append(WRITE, payload)
-            self.log.force()
+            self._force()
             self._live.add(txn)
 
     def end(self, txn: int, outcome: str) -> None:
-        """Log that ``txn`` committed or finished aborting, forced (a transaction that wrote
-        nothing has nothing to log)."""
+        """Log that ``txn`` committed or finished aborting, and return once the record is
+        durable: forced alone, or with its group under group commit. A transaction that wrote
+        nothing has nothing to log."""
         with self._mutex:
             if txn not in self._live:
                 return
             self._check_open()
             self.log.append(END, json.dumps({"txn": txn, "outcome": outcome}).encode())
-            self.log.force()
+            mine = self._forces  # the END is durable once a force after this one is done
+            if outcome == "commit":
+                self.commits += 1
+            if self.group_size > 1 and outcome == "commit":
+                self._wait_for_group(mine)
+            if self._forces == mine:
+                self._force(commit=outcome == "commit")
             self._live.discard(txn)
-            if not self._live and self.log.size > RESET_BYTES:
+            if not self._live and self.log.size > RESET_BYTES and self._waiting == 0:
                 self.log.reset()
+
+    def _wait_for_group(self, mine: int) -> None:
+        """Wait (mutex released) until a force covers this END: the group's last member or the
+        first one whose wait ran out forces for all (mutex held)."""
+        self._waiting += 1
+        deadline = time.monotonic() + self.group_wait_s
+        try:
+            while self._forces == mine and self._waiting < self.group_size:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._mutex.wait(left)
+        finally:
+            self._waiting -= 1
+        if self._forces == mine:
+            self._force(commit=True)
+
+    def _force(self, commit: bool = False) -> None:
+        """One force of everything appended so far; wake the commits waiting for it."""
+        self.log.force()
+        self._forces += 1
+        if commit:
+            self.commit_forces += 1
+        self._mutex.notify_all()
 
     def losers(self) -> dict[int, list[tuple[str, str, list, np.ndarray]]]:
         """The transactions the log shows written and not ended, each with its undo records
