@@ -119,6 +119,23 @@ def test_a_lone_commit_under_group_commit_is_forced_when_its_wait_ends(tmp_path)
         assert (db.txn_log.commits, db.txn_log.commit_forces) == (1, 1)
 
 
+def test_closing_forces_a_commit_that_waits_for_its_group(tmp_path):
+    db = minidb.connect(data_dir=tmp_path)
+    db.create_table("acct", _accounts())
+    db.txn_log.set_group_commit(8, 10)  # nobody else comes: it would wait 10 s
+    tx = db.begin()
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    waiter = threading.Thread(target=tx.commit)
+    waiter.start()
+    while db.txn_log.commits == 0:
+        time.sleep(0.01)
+    db.close()
+    waiter.join(timeout=5)
+    assert not waiter.is_alive() and tx.state == "committed"
+    with minidb.connect(data_dir=tmp_path) as again:
+        assert again.recovery is None and dict(_rows(again, "acct"))[1] == 0
+
+
 @pytest.mark.parametrize("size,wait", [(0, 0.01), (2.5, 0.01), (True, 0.01), (2, 0), (2, -1),
                                        (2, 60), (2, "x")])
 def test_group_commit_settings_are_checked(tmp_path, size, wait):

@@ -192,7 +192,11 @@ class TransactionLog:
             self._live.clear()
 
     def close(self) -> None:
+        """Force what was appended (a commit waiting for its group is durable, and returns),
+        then close the file."""
         with self._mutex:
+            if not self.log.closed:
+                self._force()
             self.log.close()
 
     def _check_open(self) -> None:
