@@ -73,6 +73,7 @@ import minidb
 from minidb.datagen import wisconsin
 from minidb.errors import MinidbError, NotImplementedYet
 from minidb.txn.log import read_log
+from minidb.txn.txn_log import END, WRITE
 from minidb.txn.undo import BEFORE, BEGIN, COMMIT, CREATE, PREPARE
 
 ROWS = max(2000, int(10_000 * SCALE))
@@ -80,11 +81,12 @@ WORK = tempfile.TemporaryDirectory(prefix="minidb-lab5-")  # the lab's data dire
 REPO = Path(minidb.__file__).resolve().parents[1]
 RECORD = {BEGIN: "BEGIN", BEFORE: "BEFORE", CREATE: "CREATE", COMMIT: "COMMIT",
           PREPARE: "PREPARE"}
+TXN_RECORDS = {WRITE: "WRITE", END: "END"}  # the transaction log's (minidb/txn/txn_log.py)
 
 
-def log_contents(path: Path) -> str:
+def log_contents(path: Path, kinds: dict[int, str] = RECORD) -> str:
     """The records a log file holds, counted by type (read without touching it)."""
-    counts = Counter(RECORD[r.type] for r in read_log(path))
+    counts = Counter(kinds[r.type] for r in read_log(path))
     return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "empty"
 
 
@@ -253,6 +255,38 @@ with minidb.connect(data_dir=one) as db:
 # **Question A3.** The log was exactly the same after each interrupted recovery. Why must undo be
 # *idempotent* (doing it twice is the same as doing it once), and what would go wrong if the
 # recovery emptied the log first and wrote the pages back afterwards?
+#
+# A *transaction* runs several statements, and the journal above commits each one on its own. So
+# a transaction keeps a second log, `txn.log` (`minidb/txn/txn_log.py`): before each write it
+# forces the rows the write may change, as they are, and `commit` forces an `END` record. The
+# child below moves 500 from one tuple's `unique2` to another's, deletes a third tuple, and is
+# killed before it commits.
+
+# %%
+KILL_TRANSACTION = textwrap.dedent("""
+    import os, signal, sys
+    import minidb
+    db = minidb.connect(data_dir=sys.argv[1])
+    tx = db.begin()
+    tx.sql("UPDATE t SET unique2 = unique2 - 500 WHERE unique1 = 10")
+    tx.sql("UPDATE t SET unique2 = unique2 + 500 WHERE unique1 = 20")
+    tx.sql("DELETE FROM t WHERE unique1 = 30")
+    os.kill(os.getpid(), signal.SIGKILL)  # before tx.commit()
+""")
+
+kill_9(KILL_TRANSACTION, one)
+print("the transaction log left behind:", log_contents(one / "txn.log", TXN_RECORDS))
+with minidb.connect(data_dir=one) as db:
+    print("recovery:", db.recovery)
+    print("t equals DuckDB's table after the UPDATE, without the transaction:",
+          rows_of(db) == duckdb_rows(data, UPDATE))
+
+# %% [markdown]
+# **Question A4.** Each of the three statements had been committed by the journal, yet none of
+# them survived. What made the restart undo them, and at which moment would they have become
+# permanent? An `abort` puts the rows back while the transaction still holds its locks and then
+# forces an `END` record too: what could a restart do wrong if that `END` were not forced before
+# the locks are released?
 #
 # ## Part B: three nodes, one statement
 #

@@ -43,12 +43,16 @@ def test_notebook_runs(tmp_path, monkeypatch):
     """Execute the stored notebook at a small scale; any cell error fails the test."""
     ran = run_notebook(NOTEBOOK, "0.2", tmp_path, monkeypatch)
     text = ran.text
-    # five kills in Part A, two in Part B, one in Part C
-    assert text.count("the process was killed by SIGKILL") == 8
+    # six kills in Part A, two in Part B, one in Part C
+    assert text.count("the process was killed by SIGKILL") == 9
     # Part A: killed before the commit point -> undone; after it -> redone; recovery re-run
     assert "t equals DuckDB's table before the UPDATE: True" in text
     assert "recovery: redone" in text and "t equals DuckDB's table after the UPDATE: True" in text
     assert "t equals DuckDB's table after the UPDATE, without the DELETE: True" in text
+    # Part A: a transaction killed before its commit is rolled back at restart
+    assert "the transaction log left behind: 3 WRITE" in text
+    assert "rolled back 1 unfinished transaction(s)" in text and "3 write(s) undone" in text
+    assert "t equals DuckDB's table after the UPDATE, without the transaction: True" in text
     # Part B: a node fails, every node undoes; the process killed before and after the decision
     assert "statements each node undid: [1, 1, 1]" in text
     assert "the same UPDATE again: {'commits': 1, 'messages': 12, 'log_forces': 1}" in text
