@@ -382,6 +382,8 @@ def test_served_elapsed_lies_between_full_overlap_and_none_and_falls_with_idle_t
         idle = latency * k / 10
         e = ingres_model.served_elapsed(latency, served, idle)
         assert latency <= e <= latency + served
+        # never sooner than perfect overlap: served work packed into the idle time
+        assert e >= latency + max(0.0, served - idle) - 1e-9
         # the fixed point it solves: the served work that finds the site busy is added
         assert e == pytest.approx(latency + served * (1 - idle / e))
         if previous is not None:

@@ -323,8 +323,10 @@ def served_elapsed(latency: float, served: float, idle: float) -> float:
         E = latency + served x (1 - idle / E)
 
     whose larger root is returned. It is a mean-value estimate (queueing and the spread of the
-    arrivals are left out) and stays between the two extremes: ``latency`` (all of it hidden)
-    and ``latency + served`` (none hidden, the value when ``idle`` is 0).
+    arrivals are left out) and stays between the two extremes: perfect overlap, ``latency +
+    max(0, served - idle)`` (served work packed into the idle time as far as it fits; reached
+    when ``idle`` is all of ``latency``), and none, ``latency + served`` (the value when ``idle``
+    is 0). With ``served`` at 0 it is ``latency``.
     """
     if idle < 0.0 or idle > latency * (1 + 1e-9) or served < 0.0:
         raise ValueError(f"need 0 <= idle <= latency and served >= 0, got latency={latency}, "
