@@ -3,8 +3,8 @@ pricing on the VAX profiles, and the paper's findings.
 
 The engine runs at quick scale (0.1: 3,000 EMP, 150 DEPT, 100 updates); the counts are cached,
 so a broken profile only re-prices them. Rows are checked against DuckDB; each finding passes on
-the paper's own numbers and fails on a deliberately broken profile; two fail on minidb's model
-and are marked as known failures. The join also runs with EMP replicated instead of DEPT (§5):
+the paper's own numbers and fails on a deliberately broken profile; one fails on minidb's model
+and is marked as a known failure. The join also runs with EMP replicated instead of DEPT (§5):
 its rows are the same, its scans are counted, and its extrapolation to the paper's size is
 checked against a run at twice the scale.
 """
@@ -276,14 +276,12 @@ FINDINGS = ["ingres.local_db_overhead", "ingres.updates_finish_sooner_on_more_si
             "ingres.three_sites_respond_faster", "ingres.total_cpu_constant_with_sites",
             "ingres.foreign_db_slower_than_local", "ingres.moving_emp_is_an_order_slower"]
 KNOWN_FAILURES = {
-    # at --quick (100 updates) the 2-site scripts finish 12.1% sooner than normal INGRES, just
-    # under the bar (12.5%, half the paper's 25%); at the paper's size (1,000 updates) 12.8%.
-    # Half of each site's updates run on the other machine, and since the slave's share of a
-    # command is calibrated (Table 1, foreign 11/780 user time), the 11/750's slaves slow the
-    # 11/780's script: the model's 2-site run is 1.13-1.19x the paper's elapsed times
-    "ingres.updates_finish_sooner_on_more_sites": (
-        "known failure at --quick: 2 sites 12.1% sooner than normal INGRES, the bar is 12.5% "
-        "(the paper: 25%)"),
+    # ingres.updates_finish_sooner_on_more_sites was a known failure while each site's script
+    # added all the CPU it served to other sites on top of its own waits (2 sites 12.1% sooner
+    # at --quick, under the 12.5% bar; 12.8% at the paper's size). Letting served work fill the
+    # time a site waits on a remote slave (ingres_model.served_elapsed) gives 17.3% at --quick
+    # and 17.4% at the paper's size, and it passes. That mechanism was chosen after the failure
+    # had been seen, so the pass is weaker evidence than a prediction would be.
     # the model prices every EMP tuple a scan examines like a tuple the retrieve returns
     # (instr_query_tuple, calibrated on Table 3: ~3.5 ms of 11/780): 750 x 30,000 of them per
     # site make the EMP-moved join ~230x (2 sites) and ~215x (3 sites) slower, not ~20x; with
@@ -361,6 +359,55 @@ def test_moving_emp_bar_is_a_factor_of_2_around_the_papers_20():
     (cell,) = [c for c in load_reference("ingres").to_pylist()
                if c["row"] == "move_emp_instead_of_dept"]
     assert MOVE_EMP_BAR == (float(cell["value"]) / 2, float(cell["value"]) * 2) == (10, 40)
+
+
+# -- the update scripts' elapsed time: served work fills a site's waits ---------------------------
+
+@pytest.mark.parametrize("latency, served", [(100.0, 0.0), (100.0, 40.0), (5.0, 300.0)])
+def test_served_elapsed_without_idle_time_adds_the_served_work(latency, served):
+    assert ingres_model.served_elapsed(latency, served, 0.0) == pytest.approx(latency + served)
+
+
+@pytest.mark.parametrize("latency, idle", [(100.0, 0.0), (100.0, 60.0), (100.0, 100.0)])
+def test_served_elapsed_without_served_work_is_the_script_alone(latency, idle):
+    assert ingres_model.served_elapsed(latency, 0.0, idle) == pytest.approx(latency)
+
+
+@pytest.mark.parametrize("latency, served", [(100.0, 40.0), (100.0, 100.0), (100.0, 400.0),
+                                             (1.0, 0.5)])
+def test_served_elapsed_lies_between_full_overlap_and_none_and_falls_with_idle_time(latency,
+                                                                                    served):
+    previous = None
+    for k in range(11):
+        idle = latency * k / 10
+        e = ingres_model.served_elapsed(latency, served, idle)
+        assert latency <= e <= latency + served
+        # never sooner than perfect overlap: served work packed into the idle time
+        assert e >= latency + max(0.0, served - idle) - 1e-9
+        # the fixed point it solves: the served work that finds the site busy is added
+        assert e == pytest.approx(latency + served * (1 - idle / e))
+        if previous is not None:
+            assert e < previous  # more idle time: more of the served work is hidden
+        previous = e
+
+
+def test_served_elapsed_refuses_idle_time_beyond_the_script():
+    with pytest.raises(ValueError, match="idle <= latency"):
+        ingres_model.served_elapsed(10.0, 5.0, 11.0)
+
+
+def test_two_site_scripts_finish_before_the_no_overlap_sum(monkeypatch):
+    """Each site of the 2-site run waits on the other machine for half of its updates, so its
+    elapsed time is now below latency + served (the old rule); the one-script rows (normal
+    INGRES, local and foreign data base) serve nobody and do not move."""
+    now = _elapsed_rows(run_experiment("ingres.updates", quick=True))
+    monkeypatch.setattr(ingres_model, "served_elapsed", lambda latency, served, idle:
+                        latency + served)
+    old = _elapsed_rows(run_experiment("ingres.updates", quick=True))
+    for row in ("dist_2_sites_11_780", "dist_2_sites_11_750"):
+        assert now[row] < old[row] * 0.99, row
+    for row in ("normal_ingres_11_780", "dist_local_db_11_780", "dist_foreign_db_11_750"):
+        assert now[row] == pytest.approx(old[row], rel=1e-12), row
 
 
 # -- the commit protocol and the master/slave split of a command (§2) ------------------------------

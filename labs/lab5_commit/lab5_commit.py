@@ -612,18 +612,26 @@ for verdict in check_findings(bench, "ingres"):
     print(f"  {verdict.status.upper():5} {verdict.name}: {verdict.detail}")
 
 # %% [markdown]
-# Four of the six findings pass: on a local data base Distributed INGRES runs the updates about
+# Five of the six findings pass: on a local data base Distributed INGRES runs the updates about
 # 19% slower than normal INGRES (the paper: 19%), and on a foreign one 12% slower than on a
-# local one (the paper: 6%); the retrieve and the join respond faster on 3 sites than on 2; and
-# the total CPU time stays about the same from 2 to 3 sites. Two fail, and they are kept failing
-# rather than tuned away (minidb's own tests record them as known failures; each finding's bar
-# and its source in the paper are in `minidb/experiments/ingres_findings.py`):
+# local one (the paper: 6%); the update benchmark finishes 17.3% sooner on 2 sites and 43.0%
+# sooner on 3 (the paper: 25.7% and 39.9%); the retrieve and the join respond faster on 3 sites
+# than on 2; and the total CPU time stays about the same from 2 to 3 sites. One fails, and it is
+# kept failing rather than tuned away (minidb's own tests record it as a known failure; each
+# finding's bar and its source in the paper are in `minidb/experiments/ingres_findings.py`):
+# `ingres.moving_emp_is_an_order_slower`: replicating EMP makes the model's join more than 200
+# times slower, not about 20.
 #
-# * `ingres.updates_finish_sooner_on_more_sites`: on this lab's 100 updates the model's 2 sites
-#   finish 12.1% sooner than normal INGRES, just under the bar of 12.5% (the paper: 25%); at the
-#   paper's 1,000 updates the same model gives 12.8%. Three sites pass their own bar.
-# * `ingres.moving_emp_is_an_order_slower`: replicating EMP makes the model's join more than
-#   200 times slower, not about 20.
+# `ingres.updates_finish_sooner_on_more_sites` failed too until the model changed how a site's
+# script shares its CPU. Each site also runs, as a slave, the updates other sites send it; the
+# model used to add all that CPU on top of its own script (no overlap), and 2 sites finished
+# only 12.1% sooner, under the bar of 12.5%. But while a script waits on a remote slave and the
+# wire, its own CPU is idle and can serve the other site's requests. The model now assumes those
+# requests arrive independently of the script, so the share of them that finds the site idle is
+# the share of the run it spends waiting (`served_elapsed` in `minidb/cost/ingres_model.py`, a
+# mean-value estimate between perfect overlap and none). That mechanism was chosen *after* the
+# failure had been seen, so its pass is weaker evidence than a prediction would be; and it
+# moves the 3-site rows below the paper's (the 11/780's 11:10 against 12:43).
 #
 # Two things in the model make the update rows what they are. Each distributed update is
 # committed by the registered commit protocol (2PC here, the paper's), and the model prices what
@@ -634,11 +642,13 @@ for verdict in check_findings(bench, "ingres"):
 # the 11/780 runs nothing but slaves. Rerun the updates with `commit_protocol="3pc"` and see
 # which rows move.
 #
-# **Question C4.** Compare your predictions with the model and with the paper. Then pick one
-# failing finding and explain it from the model (`minidb/cost/ingres_model.py`: each time is a
-# sum of counted work times a constant; print the rows of `bench` you need): which work does the
-# model count or price differently from what the paper's INGRES did, and which rows of the
-# table show it? Would fitting a constant to that cell fix the finding without breaking another?
+# **Question C4.** Compare your predictions with the model and with the paper. Then explain
+# the failing finding from the model (`minidb/cost/ingres_model.py`: each time is a sum of
+# counted work times a constant; print the rows of `bench` you need): which work does the model
+# count or price differently from what the paper's INGRES did, and which rows of the table show
+# it? Would fitting a constant to that cell fix the finding without breaking another? Last,
+# the update finding that now passes: which rows of Table 1 did the overlap move, and which of
+# them moved away from the paper?
 #
 # ## Part D: the protocols on a simulated network
 #
