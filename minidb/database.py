@@ -243,7 +243,7 @@ class Database:
         """Restart recovery of transactions: undo those that had not committed."""
         from minidb.txn.transaction import roll_back_losers, undo_write
 
-        said = roll_back_losers(self.txn_log, lambda u: undo_write(self, u), self.catalog.has)
+        said = roll_back_losers(self.txn_log, lambda u: undo_write(self, u), self.catalog)
         if said is not None:
             self.recovery = said if self.recovery is None else f"{self.recovery}; {said}"
 

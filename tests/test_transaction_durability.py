@@ -409,3 +409,20 @@ def test_abort_and_restart_put_back_every_row_null_keys_included(tmp_path, nodes
         db.close()
         with _open(path, nodes) as again:
             assert sorted(again.sql("SELECT * FROM t").to_pylist(), key=str) == before, writes
+
+
+def test_a_loser_on_a_table_dropped_or_recreated_since_is_skipped_and_named(tmp_path):
+    db = minidb.connect(data_dir=tmp_path)
+    db.create_table("acct", _accounts())
+    db.create_table("hist", _history())
+    tx = db.begin()
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    tx.sql("INSERT INTO hist VALUES (5, 1, 2, 3)")
+    db.drop_table("acct")  # DDL outside the transaction, while it lives
+    db.drop_table("hist")
+    db.create_table("hist", pa.table({"tid": pa.array([1], pa.int64())}))  # other columns
+    db.close()
+    with minidb.connect(data_dir=tmp_path) as again:
+        assert "2 write(s) undone" not in again.recovery
+        assert "not restored: acct, hist" in again.recovery
+        assert _rows(again, "hist") == [(1,)]

@@ -729,7 +729,7 @@ class ParallelDatabase:
 
         with self._engine:
             return roll_back_losers(self.txn_log, lambda u: undo_parallel_write(self, u),
-                                    self.catalog.has)
+                                    self.catalog)
 
     def _release_directory(self) -> None:
         if self.txn_log is not None:

@@ -80,7 +80,7 @@ from minidb.storage.schema import null_mask
 from minidb.txn.locks import S, X, new_txn_id
 
 if TYPE_CHECKING:
-    from minidb.catalog import Table
+    from minidb.catalog import Catalog, Table
     from minidb.database import Database, Result
     from minidb.txn.txn_log import TransactionLog
 
@@ -478,15 +478,16 @@ def undo_write(db: Database, u: _Undo) -> None:
 
 
 def roll_back_losers(log: TransactionLog, undo: Callable[[_Undo], None],
-                     has_table: Callable[[str], bool]) -> str | None:
+                     catalog: Catalog) -> str | None:
     """Restart recovery of transactions (``minidb.txn.txn_log``): undo every write of every
     transaction that had not ended, newest first, then empty the log. Returns what was done
-    (None: nothing). A write on a table dropped since (outside the transaction) is skipped."""
+    (None: nothing). A write on a table dropped since (DDL runs outside transactions), or
+    dropped and created again with other columns, is skipped and named."""
     losers = log.losers()
     steps, skipped = 0, set()
     for txn in sorted(losers):
         for table, key, keys, before in reversed(losers[txn]):
-            if not has_table(table):
+            if not catalog.has(table) or catalog.get(table).schema.dtype != before.dtype:
                 skipped.add(table)
                 continue
             undo(_Undo(table, key, keys, before))
@@ -497,5 +498,6 @@ def roll_back_losers(log: TransactionLog, undo: Callable[[_Undo], None],
     said = (f"rolled back {len(losers)} unfinished transaction(s) "
             f"({', '.join(f'T{t}' for t in sorted(losers))}: {steps} write(s) undone)")
     if skipped:
-        said += f"; tables dropped since, not restored: {', '.join(sorted(skipped))}"
+        said += (f"; tables dropped (or re-created) since, their rows not restored: "
+                 f"{', '.join(sorted(skipped))}")
     return said
