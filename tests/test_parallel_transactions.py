@@ -264,13 +264,50 @@ def test_errors(pdb):
     tx.abort()
     with pytest.raises(MinidbError, match=r"below the nodes' timeout"):
         pdb.begin(lock_timeout=1e6)
-    pdb.backend.name = "ray"  # pretend: the Ray backend is refused before anything is locked
-    try:
-        with pytest.raises(MinidbError, match="need the inline backend"):
-            pdb.begin()
-    finally:
-        pdb.backend.name = "inline"
     assert rows(pdb) == duck([])
+
+
+# -- lock handles and the threads of lock waits ---------------------------------------------------
+def test_lock_handles_are_plain_ids_that_the_node_keeps_until_release(pdb):
+    tx = pdb.begin("repeatable")
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    handles = pdb.backend.call(0, "txn_lock_rows", tx.id, "acct", [2, 1], "S", 1.0)
+    assert isinstance(handles[0], int) and handles[1] is None  # id 1: its X lock covers it
+    assert pdb.backend.call(0, "txn_lock_range", tx.id, "acct", 1, 1, "S", 1.0) is None
+    kept = pdb.backend.nodes[0].txn_handles()
+    pdb.backend.call(0, "txn_release", handles)  # by id: the node finds its own Request
+    assert ("acct", 2, 2, "S") not in managers(pdb)[0].held(tx.id)
+    assert pdb.backend.nodes[0].txn_handles() == kept - 1
+    pdb.backend.call(0, "txn_release", handles)  # released already: nothing
+    tx.commit()
+    assert [pdb.backend.nodes[n].txn_handles() for n in pdb.disk] == [0, 0]
+
+
+def test_past_the_lock_wait_slots_a_transaction_waits_at_the_coordinator(pdb):
+    from minidb.cluster.backends import LOCK_WAITS
+    from minidb.cluster.transaction import NodeLocks, SchedulerDeadlocks
+
+    t1 = pdb.begin("stable", lock_timeout=WAIT)
+    t1.sql("UPDATE acct SET bal = 1 WHERE id = 1")
+    assert pdb._deadlocks.slots == LOCK_WAITS
+    assert all(isinstance(m, NodeLocks) for m in pdb._deadlocks.detector.managers)
+    pdb._deadlocks = SchedulerDeadlocks(pdb._deadlocks.detector.managers, pdb.deadlock_interval,
+                                        slots=1)
+    t2 = pdb.begin("stable", lock_timeout=WAIT)
+    w = Worker(lambda: t2.sql("UPDATE acct SET bal = 2 WHERE id = 1"), "T2")  # takes the slot
+    wait_until(lambda: waiting_txns(managers(pdb)[0]) == {t2.id}, "T2 waiting on node 0")
+    t3 = pdb.begin("stable", lock_timeout=0.2)
+    with pytest.raises(LockTimeoutError, match=rf"T{t3.id} waited 0.2 s for a lock request "
+                                               r"slot \(the 1 of the database"):
+        t3.sql("UPDATE acct SET bal = 3 WHERE id = 9")
+    assert t3.state == "aborted"
+    t1.commit()
+    w.join()
+    assert w.error is None
+    t2.commit()
+    with pdb.begin("stable") as t4:  # the slot is free again
+        t4.sql("UPDATE acct SET bal = 4 WHERE id = 9")
+    assert dict((i, b) for i, b, _ in rows(pdb))[1] == 2
 
 
 def test_in_a_data_directory_each_statement_and_undo_step_commits_on_every_node(tmp_path):

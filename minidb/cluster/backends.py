@@ -14,10 +14,17 @@ most a few seconds for the nodes to close, then kills the actors: a dead or stuc
 make it hang either.
 
 Ray actors are threaded (``max_concurrency``), so a node can accept ``receive`` calls from other
-nodes' split tables while one of its own operators runs. With no address a new local Ray
-instance is started, even where ``ray start`` or a test's ``ray.cluster_utils.Cluster`` left a
-cluster recorded on the machine (``/tmp/ray/ray_current_cluster``) or ``RAY_ADDRESS`` is set:
-plain ``ray.init()`` would join that one. With ``address=`` (or the environment variable
+nodes' split tables while one of its own operators runs, and ``LOCK_WAITS`` more for the lock
+waits of parallel transactions (``minidb.cluster.transaction``). Several threads of the
+coordinator may call at once (transactions, the scheduler's deadlock detector): ``call`` keeps
+its state in the call (actor handles, ``ray.wait`` and ``ray.get`` are thread-safe); the one
+shared field it writes is ``healthy``, only ever to False. A lock wait refused or timed out
+(``LockError``) is an answer, not a failed phase: it leaves ``healthy`` as it was.
+
+With no address a new local Ray instance is started, even where ``ray start`` or a test's
+``ray.cluster_utils.Cluster`` left a cluster recorded on the machine
+(``/tmp/ray/ray_current_cluster``) or ``RAY_ADDRESS`` is set: plain ``ray.init()`` would join
+that one. With ``address=`` (or the environment variable
 ``MINIDB_RAY_ADDRESS``) the actors join that cluster and are spread over its machines: minidb node
 i goes to Ray node i mod (number of Ray nodes), a hard node affinity (plain SPREAD, and a soft
 affinity right after a node joins, left zero-CPU actors together in Ray 2.60).
@@ -54,7 +61,7 @@ from concurrent.futures import wait as wait_futures
 
 from minidb.cluster.machine import busy_factor, load_note, machine_load, phase_timeout
 from minidb.cluster.node import Node
-from minidb.errors import MinidbError
+from minidb.errors import LockError, MinidbError
 from minidb.parallel.exchange import WINDOW, ProducerFailed
 
 #: seconds ``shutdown`` gives the nodes to close before their actors are killed
@@ -72,6 +79,10 @@ GCS_WAIT_S = 30
 POOL_NODES = 20
 #: after a first failure, seconds to wait for the other answers of the phase, to find a dead node
 GRACE_S = 1.0
+#: lock requests of parallel transactions a database has in flight at once, at most (each may
+#: wait on a node for up to its lock_timeout): every node serves this many calls beyond those its
+#: query work needs, so waits never take the threads of its work (``minidb.cluster.transaction``)
+LOCK_WAITS = 8
 
 log = logging.getLogger("minidb.cluster")
 
@@ -84,7 +95,7 @@ class InlineBackend:
     def __init__(self, num_nodes: int, node_kwargs: list[dict], timeout: float | None = None):
         self.timeout = timeout
         self.nodes = [Node(**kw) for kw in node_kwargs]
-        self._pool = ThreadPoolExecutor(max_workers=8 * num_nodes + 8)
+        self._pool = ThreadPoolExecutor(max_workers=8 * num_nodes + 8 + LOCK_WAITS)
         for node in self.nodes:
             node.connect(self.nodes)
 
@@ -255,10 +266,12 @@ class RayBackend:
             start_ray(address, num_cpus or min(os.cpu_count() or 2, max(2, num_nodes)))
             self.started_ray = True
         self.pool = _pool
-        # calls a node must serve at once: its own operators and its peers' split tables
-        self.concurrency = num_nodes * WINDOW + 6
+        # calls a node must serve at once: its own operators and its peers' split tables, and
+        # the lock waits of transactions (at most LOCK_WAITS, on threads of their own)
+        self.concurrency = num_nodes * WINDOW + 6 + LOCK_WAITS
         if self.pool is not None:  # wide enough that machines of other sizes reuse it
-            self.concurrency = max(self.concurrency, POOL_NODES * WINDOW + 6, self.pool.widest)
+            self.concurrency = max(self.concurrency, POOL_NODES * WINDOW + 6 + LOCK_WAITS,
+                                   self.pool.widest)
         self.serves = [self.concurrency] * num_nodes  # what each actor serves (a pooled one more)
         self.where = self._placements(num_nodes, address)
         self.healthy = True  # False once a phase failed: its actors are not pooled again
@@ -360,6 +373,8 @@ class RayBackend:
         """Run ``(node_id, method, args)`` calls at once; their answers, in order."""
         try:
             return self._call_many(calls, phase, timeout)
+        except LockError:  # a lock wait refused or timed out: the node forgot it, all is well
+            raise
         except BaseException:
             self.healthy = False  # a node may hold a half-run phase: never pool its actor
             raise
@@ -418,6 +433,8 @@ class RayBackend:
             return _Failure(self._dead(i, method, phase), True)
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
+            if isinstance(cause, LockError):  # its message names the node already, as inline
+                return _Failure(cause, False)
             if isinstance(cause, MinidbError):
                 try:
                     return _Failure(type(cause)(f"node {i} (phase {phase}): {cause}"), False)

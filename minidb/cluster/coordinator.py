@@ -484,7 +484,7 @@ class ParallelDatabase:
         """Start a transaction for this thread: ``access`` is NonStop SQL's "browse", "stable"
         (the default) or "repeatable"; a lock wait longer than ``lock_timeout`` seconds (10 by
         default) aborts it. Locks live on the nodes (``Node.locks``); the scheduler detects
-        global deadlocks. Inline backend only. See ``minidb.cluster.transaction``."""
+        global deadlocks. Inline or Ray backend. See ``minidb.cluster.transaction``."""
         from minidb.cluster.transaction import ParallelTransaction
 
         self._check_open()

@@ -25,6 +25,7 @@ decisions do). The coordinator keeps the cluster-wide catalog.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 from collections import Counter
@@ -60,7 +61,7 @@ from minidb.sql.hints import Hints, parse_hints
 from minidb.sql.operators import Materialize
 from minidb.sql.planner import Planner
 from minidb.storage.schema import Schema
-from minidb.txn.locks import LockManager
+from minidb.txn.locks import LockManager, Request
 from minidb.txn.two_phase import coordinator_decisions
 
 #: minidb operator kind -> the kind the cost model prices (minidb.cost.model.OPERATOR_COST_FIELD)
@@ -241,6 +242,13 @@ class Node:
         self._lock = threading.Lock()
         # the row and key-range locks of the rows this node stores (minidb.cluster.transaction)
         self.locks = LockManager(f"node {node_id}")
+        # the granted requests a transaction may still release, by the plain id handed out for
+        # each (``txn_lock_rows``): a Request sent back over Ray would be a copy, and the lock
+        # manager knows its requests by identity; and the ids of each transaction
+        self._grants: dict[int, Request] = {}
+        self._grants_of: dict[int, list[int]] = {}
+        self._grant_ids = itertools.count(1)
+        self._grants_mutex = threading.Lock()
         self._work: dict[str, Any] = {}
         self._io = self.db.disk.io.snapshot()
         self._buf = self.db.buffer.counters.snapshot()
@@ -439,23 +447,67 @@ class Node:
         return [_python(k) for k in self.db.sql(scan).to_arrow().column(0).to_pylist()]
 
     def txn_lock_rows(self, txn: int, table: str, keys: list, mode: str,
-                      timeout: float | None) -> list:
+                      timeout: float | None) -> list[int | None]:
         """Lock the rows with lock keys ``keys`` (in this order) in this node's lock manager,
-        waiting here; the handles (None where a lock held already covered the row)."""
-        return [self.locks.lock_row(txn, table, k, mode, timeout) for k in keys]
+        waiting here; a handle for each: a plain id for ``txn_release`` (it survives a remote
+        call, a Request would not), None where a lock held already covered the row."""
+        return [self._grant(self.locks.lock_row(txn, table, k, mode, timeout)) for k in keys]
 
-    def txn_lock_range(self, txn: int, table: str, lo, hi, mode: str, timeout: float | None):
-        """Lock the key range ``lo..hi`` of ``table`` on this node (None: open end)."""
-        return self.locks.lock_range(txn, table, lo, hi, mode, timeout)
+    def txn_lock_range(self, txn: int, table: str, lo, hi, mode: str,
+                       timeout: float | None) -> int | None:
+        """Lock the key range ``lo..hi`` of ``table`` on this node (None: open end); its handle
+        as for ``txn_lock_rows``."""
+        return self._grant(self.locks.lock_range(txn, table, lo, hi, mode, timeout))
 
-    def txn_release(self, handles: list) -> None:
-        """Release S locks before commit (a STABLE statement done with its rows)."""
+    def _grant(self, req: Request | None) -> int | None:
+        """Keep a granted request in the registry; its id (None for None)."""
+        if req is None:
+            return None
+        with self._grants_mutex:
+            handle = next(self._grant_ids)
+            self._grants[handle] = req
+            self._grants_of.setdefault(req.txn, []).append(handle)
+        return handle
+
+    def txn_release(self, handles: list[int | None]) -> None:
+        """Release S locks before commit (a STABLE statement done with its rows), by the ids
+        ``txn_lock_rows`` / ``txn_lock_range`` gave (None and ids already released: nothing)."""
         for h in handles:
-            self.locks.release(h)
+            if h is None:
+                continue
+            with self._grants_mutex:
+                req = self._grants.pop(h, None)
+                if req is not None:
+                    mine = self._grants_of.get(req.txn, [])
+                    if h in mine:
+                        mine.remove(h)
+                    if not mine:
+                        self._grants_of.pop(req.txn, None)
+            self.locks.release(req)
 
     def txn_release_all(self, txn: int) -> int:
-        """Commit or abort of ``txn``: release every lock it holds on this node."""
+        """Commit or abort of ``txn``: release every lock it holds on this node, and forget its
+        handles."""
+        with self._grants_mutex:
+            for h in self._grants_of.pop(txn, ()):
+                self._grants.pop(h, None)
         return self.locks.release_all(txn)
+
+    def txn_wait_edges(self) -> list[tuple[int, int, str]]:
+        """This node's wait-for edges (waiter, waited-for, why): what the scheduler's global
+        deadlock detector merges (``LockManager.wait_for_edges``)."""
+        return self.locks.wait_for_edges()
+
+    def txn_refuse_waiter(self, txn: int, message: str) -> bool:
+        """Refuse the waiting request of ``txn`` here, a victim of the scheduler's detector: its
+        wait raises ``DeadlockError(message)`` (``LockManager.refuse_waiter``)."""
+        return self.locks.refuse_waiter(txn, message)
+
+    def txn_handles(self) -> int:
+        """How many lock handles this node keeps (for the tests: none once every transaction
+        has ended)."""
+        with self._grants_mutex:
+            return len(self._grants)
 
     # -- running fragments ----------------------------------------------------------------------
     def run(self, fragment: plan.Fragment) -> np.ndarray | None:

@@ -18,8 +18,11 @@ leaves global deadlock detection to its scheduler. So here:
   under the coordinator's statement mutex each disk node runs the key query (``SELECT key FROM
   t WHERE ...``) on its own fragment (``Node.txn_keys``); with the mutex released the
   transaction asks each node to lock the keys it found there (``Node.txn_lock_rows``), and the
-  request waits *on that node*; repeat until no node finds a new key, and in that round run the
-  statement as an ordinary parallel statement while the locks are held. A REPEATABLE statement
+  request waits *on that node*; the node keeps each granted request and hands back a plain id,
+  the handle ``Node.txn_release`` takes back (a Request object sent over Ray would come back a
+  copy, and a lock manager knows its requests by identity); repeat until no node finds a new
+  key, and in that round run the statement as an ordinary parallel statement while the locks
+  are held. A REPEATABLE statement
   first locks the key range of its WHERE clause on every disk node (a row of the range may be
   inserted on any of them). An INSERT locks its new keys in X on the node its partitioner sends
   each row to (hash, range and predicate partitioning), or on every disk node when the placement
@@ -33,10 +36,12 @@ leaves global deadlock detection to its scheduler. So here:
 * **Deadlocks.** A cycle of waits on one node is found by that node's manager the moment the
   wait begins, as on one node. A cycle through several nodes (T1 waits for T2 on node 1, T2 for
   T1 on node 0) is acyclic on each node; the coordinator, Gamma's scheduler, runs
-  ``minidb.txn.deadlock.GlobalDeadlockDetector`` over the nodes' managers every
-  ``ParallelDatabase.deadlock_interval`` seconds (0.05) while any transaction's lock request is
-  in flight, and refuses the youngest transaction of a cycle where it waits: its ``sql`` raises
-  ``DeadlockError`` naming the cycle (transactions, locks, nodes) and the transaction is aborted.
+  ``minidb.txn.deadlock.GlobalDeadlockDetector`` over the nodes' managers (``NodeLocks``: each
+  reads a node's wait-for edges and refuses a victim there by a call to the node, on both
+  backends) every ``ParallelDatabase.deadlock_interval`` seconds (0.05) while any
+  transaction's lock request is in flight, and refuses the youngest transaction of a cycle where
+  it waits: its ``sql`` raises ``DeadlockError`` naming the cycle (transactions, locks, nodes)
+  and the transaction is aborted.
   A wait longer than ``lock_timeout`` raises ``LockTimeoutError`` (it must be below the nodes'
   phase timeout, ``connect(timeout=...)``, checked by ``begin``).
 
@@ -45,23 +50,38 @@ mutex (``ParallelDatabase._engine``), as the single-node engine's ``_engine``; l
 happen with it released. Statements outside a transaction (``pdb.sql``) take no locks, as
 before: they neither wait for a transaction nor stop one.
 
-Refused, and said so: the Ray backend (``begin`` raises): a lock wait would block one of a node
-actor's threads for up to ``lock_timeout``, and the scheduler's detector reads the managers in
-this process; making both remote calls is not done. DDL, INSERT ... SELECT and DISTRIBUTE in a
-transaction; an UPDATE that changes the lock key or a partitioning column (the row would move to
-another node, away from its locks); tables whose placement changes as they grow (``lh_star``).
-Durability: in a data directory each statement (and each undo step) commits on every node by
-the commit protocol on its own, and the transaction's undo records are forced first to the
-coordinator's transaction log (``txn.log`` in the directory, ``minidb.txn.txn_log``); ``commit``
-forces an END record there, the transaction's commit point. Opening the directory again rolls
-back every transaction that had not committed (``undo_parallel_write``), as on one node.
-Simplified: an aborted round-robin table's
-restored rows may land on other nodes than before (same rows, other placement).
+Threads of the nodes. Both backends, the same code. A lock wait occupies a thread of its node
+for up to ``lock_timeout``: a thread of a Ray actor (threaded, ``max_concurrency``) or of the
+inline backend's pool. Enough waits could take every thread a node needs for a statement's
+phase (its operators and its peers' split tables), and that phase would stall behind waits
+that only a later statement can end. So waits get threads of their own: at most
+``minidb.cluster.backends.LOCK_WAITS`` (8) transactions of a database have lock requests in
+flight at once (``SchedulerDeadlocks.asking``, a semaphore at the coordinator: a transaction
+asks the nodes one after another, so one slot each), and every node serves that many calls
+beyond those of its work (the actors' ``max_concurrency``, the inline pool's workers). A
+ninth transaction that needs a lock waits at the coordinator for a slot, at most its
+``lock_timeout`` (``LockTimeoutError`` then, naming the slots). Bounding at the coordinator,
+rather than raising the actors' concurrency with the number of transactions, keeps the actors
+(pooled between machines, ``node_pool``) of a fixed width; refusing ``begin`` instead would
+refuse transactions that never wait. The calls that never wait (the key queries, releases, the
+detector's) use the nodes' ordinary threads and end at once.
+
+Refused, and said so: DDL, INSERT ... SELECT and DISTRIBUTE in a transaction; an UPDATE that
+changes the lock key or a partitioning column (the row would move to another node, away from
+its locks); tables whose placement changes as they grow (``lh_star``). Durability: in a data
+directory each statement (and each undo step) commits on every node by the commit protocol on
+its own, and the transaction's undo records are forced first to the coordinator's transaction
+log (``txn.log`` in the directory, ``minidb.txn.txn_log``; it lives in this process, so the same
+on both backends); ``commit`` forces an END record there, the transaction's commit point.
+Opening the directory again rolls back every transaction that had not committed
+(``undo_parallel_write``), as on one node. Simplified: an aborted round-robin table's restored
+rows may land on other nodes than before (same rows, other placement).
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -70,8 +90,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlglot import exp
 
+from minidb.cluster.backends import LOCK_WAITS
 from minidb.cluster.machine import phase_timeout
-from minidb.errors import MinidbError
+from minidb.errors import LockTimeoutError, MinidbError
 from minidb.parallel.partitioners import Hash, Partitioner, PredicateFragments, Range
 from minidb.sql.hints import split_hint_comment
 from minidb.sql.translate import InsertStatement, UpdateStatement, translate
@@ -89,33 +110,86 @@ from minidb.txn.transaction import (
 if TYPE_CHECKING:
     from minidb.cluster.coordinator import ParallelDatabase, ParallelResult
 
+log = logging.getLogger("minidb.cluster")
+
 #: keys per ``key IN (...)`` list of the undo's SELECT and DELETE
 IN_LIST = 500
 
 
+class NodeLocks:
+    """The scheduler's view of one disk node's lock manager, for ``GlobalDeadlockDetector``:
+    ``name``, ``wait_for_edges()`` and ``refuse_waiter(victim, message)``, each a call to the node
+    (``Node.txn_wait_edges``, ``Node.txn_refuse_waiter``).
+
+    Used on both backends, one code path: on Ray the managers live in the actors and can only be
+    reached by a call; inline the same call runs in the backend's thread pool (a few
+    microseconds every ``deadlock_interval`` while a lock request is in flight), and the inline
+    tests then exercise the path the Ray backend takes. A node that cannot answer (it died, the
+    database is closing) shows no edges and refuses nobody this round: the detector's thread
+    goes on, and the transactions' own calls report the failure."""
+
+    def __init__(self, backend: Any, node: int):
+        self.backend, self.node = backend, node
+        self.name = f"node {node}"  # as the node's LockManager is named: the messages match
+
+    def wait_for_edges(self) -> list[tuple[int, int, str]]:
+        try:
+            edges = self.backend.call(self.node, "txn_wait_edges", phase="deadlock detection")
+        except MinidbError as e:
+            log.debug("deadlock detection: %s gave no wait-for edges (%s)", self.name, e)
+            return []
+        return [tuple(e) for e in edges]
+
+    def refuse_waiter(self, txn: int, message: str) -> bool:
+        try:
+            return self.backend.call(self.node, "txn_refuse_waiter", txn, message,
+                                     phase="deadlock detection")
+        except MinidbError as e:
+            log.debug("deadlock detection: %s could not refuse T%d (%s)", self.name, txn, e)
+            return False
+
+
 class SchedulerDeadlocks:
     """Gamma's scheduler job: run the global detector over the nodes' lock managers while any
-    transaction's lock request is in flight (``asking``), every ``interval`` seconds."""
+    transaction's lock request is in flight (``asking``), every ``interval`` seconds.
 
-    def __init__(self, managers: list, interval: float):
+    ``asking`` also bounds how many transactions have lock requests in flight at once: ``slots``
+    (``LOCK_WAITS``), the threads every node keeps for lock waits beyond those of its work; a
+    transaction past the bound waits here, at most its lock timeout."""
+
+    def __init__(self, managers: list, interval: float, slots: int = LOCK_WAITS):
         self.detector = GlobalDeadlockDetector(managers)
         self.interval = interval
+        self.slots = slots
+        self._free = threading.BoundedSemaphore(slots)
         self._mutex = threading.Lock()
         self._asking = 0
 
     @contextmanager
-    def asking(self) -> Iterator[None]:
-        with self._mutex:
-            self._asking += 1
-            if self._asking == 1:
-                self.detector.start(self.interval)
+    def asking(self, txn: int, timeout: float) -> Iterator[None]:
+        """Around the lock requests of transaction ``txn`` (one at a time, waiting on the
+        nodes): take a slot (``LockTimeoutError`` after ``timeout`` seconds without one) and
+        keep the detector running."""
+        if not self._free.acquire(timeout=timeout):
+            raise LockTimeoutError(
+                f"T{txn} waited {timeout:g} s for a lock request slot (the {self.slots} of the "
+                "database were all taken by transactions waiting for locks on the nodes) and "
+                "gave up; the transaction was aborted: retry it, or run fewer transactions at "
+                "once")
         try:
-            yield
-        finally:
             with self._mutex:
-                self._asking -= 1
-                if self._asking == 0:
-                    self.detector.stop()
+                self._asking += 1
+                if self._asking == 1:
+                    self.detector.start(self.interval)
+            try:
+                yield
+            finally:
+                with self._mutex:
+                    self._asking -= 1
+                    if self._asking == 0:
+                        self.detector.stop()
+        finally:
+            self._free.release()
 
     def close(self) -> None:
         with self._mutex:
@@ -143,11 +217,6 @@ class ParallelTransaction(TransactionBase):
                  lock_timeout: float | None = None):
         super().__init__(access, lock_timeout)
         self._log = pdb.txn_log
-        if pdb.backend.name != "inline":
-            raise MinidbError("transactions on the parallel engine need the inline backend: with "
-                              "Ray a lock wait would block a node actor's thread and the "
-                              "scheduler's deadlock detector cannot read the actors' lock "
-                              "managers; connect(nodes=N) without backend='ray' to use begin()")
         wait = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         limit = phase_timeout(pdb.backend.timeout)
         if wait >= limit:
@@ -155,9 +224,10 @@ class ParallelTransaction(TransactionBase):
                               f"({limit:g} s, connect(timeout=...)): a lock waits on a node")
         with pdb._engine:
             if pdb._deadlocks is None:
-                managers = [pdb.backend.nodes[n].locks for n in pdb.disk]
+                managers = [NodeLocks(pdb.backend, n) for n in pdb.disk]
                 pdb._deadlocks = SchedulerDeadlocks(managers, pdb.deadlock_interval)
         self.pdb = pdb
+        self._wait = wait
 
     # -- statements ---------------------------------------------------------------------------
     def sql(self, text: str) -> ParallelResult:
@@ -234,7 +304,7 @@ class ParallelTransaction(TransactionBase):
             key = self._lock_key(table)
             where = self._insert_nodes(table, p, statement.records)
         keys = record_keys(statement.records, key)
-        with pdb._deadlocks.asking():
+        with pdb._deadlocks.asking(self.id, self._wait):
             for n in pdb.disk:  # node by node, each node's keys in key order
                 mine = key_list([k for k, w in zip(keys, where, strict=True) if w is None or w == n])
                 if mine and mine[-1] is None:  # a NULL key names no row: lock the table there
@@ -279,7 +349,7 @@ class ParallelTransaction(TransactionBase):
                              for n, keys in zip(pdb.disk, found, strict=True)}
                     if not any(missing.values()) and not any(whole.values()):
                         return run(key_list([k for keys in found for k in keys]))
-                with pdb._deadlocks.asking():
+                with pdb._deadlocks.asking(self.id, self._wait):
                     for n in pdb.disk:  # node by node, each node's keys in key order
                         if whole[n]:  # a NULL key names no row: lock the table on that node
                             got[n][None] = pdb.backend.call(n, "txn_lock_range", self.id, table,
@@ -299,7 +369,7 @@ class ParallelTransaction(TransactionBase):
     def _range_everywhere(self, table: str, lo: Any, hi: Any, mode: str) -> dict[int, list]:
         """Lock the key range lo..hi of ``table`` on every disk node, in node order."""
         handles: dict[int, list] = {}
-        with self.pdb._deadlocks.asking():
+        with self.pdb._deadlocks.asking(self.id, self._wait):
             for n in self.pdb.disk:
                 handles[n] = [self.pdb.backend.call(n, "txn_lock_range", self.id, table, lo, hi,
                                                     mode, self.lock_timeout, phase="lock")]

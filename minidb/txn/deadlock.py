@@ -23,10 +23,12 @@ Two levels, as in the papers:
 
 Simplified: the global detector runs when asked (``check``) or every ``interval`` seconds on a
 thread of its own (``start`` / ``stop``), not as a message protocol between processors; it reads
-each manager's graph directly. The parallel engine's transactions (``minidb.cluster.transaction``)
-use it as Gamma does: the coordinator runs it over the disk nodes' lock managers every
-``ParallelDatabase.deadlock_interval`` seconds while any transaction's lock request is in flight
-(inline backend only). The tests and the lab also drive it with lock managers standing for nodes.
+each manager's graph with one call. The parallel engine's transactions
+(``minidb.cluster.transaction``) use it as Gamma does: the coordinator runs it over the disk
+nodes' lock managers (``NodeLocks``: a call to the node, inline or a Ray actor) every
+``ParallelDatabase.deadlock_interval`` seconds while any transaction's lock request is in flight.
+The tests and the lab also drive it with lock managers standing for nodes: anything with
+``name``, ``wait_for_edges()`` and ``refuse_waiter(txn, message)`` will do.
 """
 
 from __future__ import annotations
