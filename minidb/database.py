@@ -92,6 +92,7 @@ from minidb.storage.schema import Schema
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.locks import LockManager
+from minidb.txn.transaction import Ghosts
 from minidb.txn.txn_log import TransactionLog
 from minidb.txn.undo import UndoJournal
 
@@ -224,6 +225,8 @@ class Database:
         #: per statement; their locks, in ``locks``, span statements: ``minidb.txn.transaction``)
         self._engine = threading.RLock()
         self.locks = LockManager("node0")
+        #: keys of rows deleted by live transactions (``minidb.txn.transaction.Ghosts``)
+        self.ghosts = Ghosts()
         #: commit at the end of every change; False on a node of a parallel database, whose
         #: coordinator commits its statements with two-phase commit (``prepare`` / ``commit``)
         self.autocommit = True

@@ -172,6 +172,23 @@ def test_browse_reads_an_uncommitted_change_while_stable_waits(pdb):
     stable.commit()
 
 
+@pytest.mark.parametrize("outcome", ["abort", "commit"])
+def test_a_stable_reader_waits_for_an_uncommitted_delete_on_another_node(pdb, outcome):
+    deleter = pdb.begin("stable")
+    deleter.sql("DELETE FROM acct WHERE id = 8")  # node 1
+    reader = pdb.begin("stable", lock_timeout=WAIT)
+    r = Worker(lambda: sorted(reader.sql("SELECT id FROM acct WHERE bal > 0").to_pylist()),
+               "stable reader")
+    wait_until(lambda: waiting_txns(managers(pdb)[1]) == {reader.id},
+               "the stable reader waits on the deleted row's node")
+    getattr(deleter, outcome)()
+    r.join()
+    expected = [(k,) for k in ROWS if not (outcome == "commit" and k == 8)]
+    assert r.outcome == expected  # the committed state, never the uncommitted delete
+    reader.commit()
+    assert pdb.ghosts.within("acct", None, None, 0) == []
+
+
 def test_lock_timeout_aborts_the_waiter(pdb):
     t1 = pdb.begin("stable")
     t1.sql("UPDATE acct SET bal = 1 WHERE id = 1")

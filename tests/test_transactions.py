@@ -161,6 +161,38 @@ def test_browse_sees_an_uncommitted_write_stable_does_not(db):
     stable.commit()
 
 
+@pytest.mark.parametrize("outcome", ["abort", "commit"])
+@pytest.mark.parametrize("access", ["stable", "repeatable"])
+def test_an_uncommitted_delete_is_not_read_the_reader_waits_for_its_end(db, access, outcome):
+    deleter = db.begin("stable")
+    deleter.sql("DELETE FROM acct WHERE id = 2")
+    browser = db.begin("browse")
+    assert 2 not in dict(browser.sql("SELECT id, bal FROM acct").to_pylist())  # dirty, no wait
+    reader = db.begin(access)
+    r = Worker(lambda: dict(reader.sql("SELECT id, bal FROM acct WHERE bal > 0").to_pylist()),
+               "reader")
+    wait_until(lambda: waiting_txns(db.locks) == {reader.id}, "the reader waiting on the ghost")
+    getattr(deleter, outcome)()
+    r.join()
+    expected = dict(BALANCES)
+    if outcome == "commit":
+        del expected[2]
+    assert r.outcome == expected  # the committed state, never the uncommitted delete
+    reader.commit()
+    browser.commit()
+    assert db.ghosts.within("acct", None, None, 0) == []
+
+
+def test_a_ghost_outside_the_key_range_makes_nobody_wait(db):
+    deleter = db.begin("stable")
+    deleter.sql("DELETE FROM acct WHERE id = 20")
+    with db.begin("stable") as reader:
+        assert reader.sql("SELECT bal FROM acct WHERE id = 1").to_pylist() == [(100,)]
+        reader.sql("UPDATE acct SET bal = 7 WHERE id BETWEEN 1 AND 3")
+    deleter.abort()
+    assert balances(db) == {**BALANCES, 1: 7, 2: 7, 3: 7}
+
+
 def test_repeatable_blocks_a_phantom_insert_into_the_scanned_range(db):
     reader = db.begin("repeatable")
     count = "SELECT COUNT(*) FROM acct WHERE id BETWEEN 10 AND 20"

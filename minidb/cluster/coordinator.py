@@ -125,6 +125,7 @@ from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_
 from minidb.txn.commit.enginenet import CommitAborted, engine_protocol
 from minidb.txn.dirlock import DirectoryLock
 from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
+from minidb.txn.transaction import Ghosts
 from minidb.txn.txn_log import TransactionLog
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
@@ -355,6 +356,8 @@ class ParallelDatabase:
         # several threads interleave statement by statement (minidb.cluster.transaction)
         self._engine = threading.RLock()
         self._deadlocks = None  # the scheduler's global deadlock detection, made by begin()
+        #: keys of rows deleted by live transactions (``minidb.txn.transaction.Ghosts``)
+        self.ghosts = Ghosts()
         # temporary node directories, removed at close even if their node was killed
         self._scratch = [] if self.data_dir is not None else \
             self.backend.call_all("data_path", {n: () for n in range(self.num_nodes)}, "start nodes")

@@ -217,6 +217,7 @@ class ParallelTransaction(TransactionBase):
                  lock_timeout: float | None = None):
         super().__init__(access, lock_timeout)
         self._log = pdb.txn_log
+        self._ghosts = pdb.ghosts
         wait = DEFAULT_LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         limit = phase_timeout(pdb.backend.timeout)
         if wait >= limit:
@@ -262,7 +263,8 @@ class ParallelTransaction(TransactionBase):
             self._range_everywhere(table, lo, hi, S)
         scan = f"SELECT {key} FROM {source}" + \
             (" WHERE " + " AND ".join(t.sql(dialect="duckdb") for t in used) if used else "")
-        return self._in_rounds(table, scan, S, keep=held, run=lambda keys: pdb._sql(text))
+        return self._in_rounds(table, scan, S, keep=held, run=lambda keys: pdb._sql(text),
+                               bounds=(lo, hi))
 
     def _change(self, tree: exp.Expression, text: str) -> ParallelResult:
         pdb = self.pdb
@@ -283,14 +285,15 @@ class ParallelTransaction(TransactionBase):
                                       "would move away from its locks); delete the row and "
                                       "insert it again")
         where = tree.args.get("where")
+        lo, hi, _ = key_bounds(where, key)
         if self.access == "repeatable":
-            lo, hi, _ = key_bounds(where, key)
             if lo is None or hi is None or lo <= hi:  # X, not S: see minidb.txn.transaction
                 self._range_everywhere(table, lo, hi, X)
         scan = f"SELECT {key} FROM {tree.this.sql(dialect='duckdb')}" + \
             (f" WHERE {where.this.sql(dialect='duckdb')}" if where is not None else "")
-        return self._in_rounds(table, scan, X, keep=True,
-                               run=lambda keys: self._write(table, key, keys, text))
+        deletes = isinstance(tree, exp.Delete)
+        return self._in_rounds(table, scan, X, keep=True, bounds=(lo, hi),
+                               run=lambda keys: self._write(table, key, keys, text, deletes))
 
     def _insert(self, tree: exp.Expression, text: str) -> ParallelResult:
         pdb = self.pdb
@@ -331,7 +334,8 @@ class ParallelTransaction(TransactionBase):
         return [None] * len(records)
 
     def _in_rounds(self, table: str, scan: str, mode: str, keep: bool,
-                   run: Callable[[list], ParallelResult]) -> ParallelResult:
+                   run: Callable[[list], ParallelResult],
+                   bounds: tuple[Any, Any] = (None, None)) -> ParallelResult:
         """Every disk node finds the keys ``scan`` gives on its fragment; each node locks its
         new ones (waiting there, statement mutex released); repeat until no node finds anything
         new, then ``run(keys)`` in the same hold of the mutex as the last look. Without ``keep``
@@ -343,7 +347,11 @@ class ParallelTransaction(TransactionBase):
                 with pdb._engine:
                     found = pdb.backend.call_all("txn_keys", {n: (scan,) for n in pdb.disk},
                                                  "find the lock keys")
-                    missing = {n: sorted({k for k in keys if k not in got[n] and k is not None})
+                    # a ghost (``Ghosts``: a row a live transaction deleted) may have been on
+                    # any node: it is locked on every disk node, which waits where its X lock is
+                    ghosts = self._ghosts.within(table, *bounds, self.id)
+                    missing = {n: key_list([k for k in keys + ghosts
+                                            if k not in got[n] and k is not None])
                                for n, keys in zip(pdb.disk, found, strict=True)}
                     whole = {n: None in keys and None not in got[n]
                              for n, keys in zip(pdb.disk, found, strict=True)}
@@ -384,11 +392,15 @@ class ParallelTransaction(TransactionBase):
         with self.pdb._engine:
             return self.pdb.backend.call(self.pdb.disk[0], "txn_lock_key", table, phase="lock key")
 
-    def _write(self, table: str, key: str, keys: list, text: str) -> ParallelResult:
+    def _write(self, table: str, key: str, keys: list, text: str,
+               deletes: bool = False) -> ParallelResult:
         """Run a write (statement mutex held, X locks held) after saving, with a parallel
-        SELECT, the rows it may change."""
+        SELECT, the rows it may change; the keys of a DELETE become ghosts until the end."""
         self._remember(_Undo(table, key, keys, self._rows_with(table, key, keys)))
-        return self.pdb._sql(text)
+        result = self.pdb._sql(text)
+        if deletes:
+            self._ghosts.add(self.id, table, keys)
+        return result
 
     def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
         layout = self.pdb.catalog.get(table).schema
@@ -431,6 +443,7 @@ class ParallelTransaction(TransactionBase):
             self._release_all()
 
     def _release_all(self) -> None:
+        self._ghosts.forget(self.id)  # its deletes are committed or undone: no longer ghosts
         if not self.pdb._closed:
             self.pdb.backend.call_all("txn_release_all", {n: (self.id,) for n in self.pdb.disk},
                                       "release locks")

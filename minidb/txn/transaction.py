@@ -59,14 +59,21 @@ had not committed when its process died (or its database was closed) is rolled b
 directory is opened again (``roll_back_losers``), so a crash leaves every committed transaction
 and none of the others.
 
-Simplified, and said so: DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction; an UPDATE may not
-change the lock key. A STABLE or BROWSE statement does not see a row another transaction has
-deleted but not committed (the row is gone from the pages; a real system would keep a ghost).
-Statements outside a transaction (``db.sql``) take no locks, as before.
+Deleted rows. A DELETE takes its rows off the pages at once, so a reader could not find, lock
+and wait for a row another transaction has deleted but not committed, and would read the delete
+early. The keys a live transaction deleted are kept as *ghosts* (``Ghosts``, ``db.ghosts``)
+until it ends; a STABLE or REPEATABLE statement locks the ghosts in its key range along with the
+rows it finds, so it waits for the deleter, then sees the row again (abort) or not (commit).
+BROWSE reads the delete at once, as it reads any uncommitted change.
+
+Simplified, and said so: DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction;
+an UPDATE may not change the lock key. Statements outside a transaction (``db.sql``) take no
+locks, as before.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -197,6 +204,53 @@ class _Undo:
     before: np.ndarray  # the rows with those keys before the write
 
 
+class Ghosts:
+    """The keys of rows that live transactions have deleted, by table: what a real system keeps
+    as *ghost* rows until the deleter ends (Gray and Reuter, ch. 7). Without them a STABLE or
+    REPEATABLE statement would not find such a row, so would neither lock it nor wait, and would
+    read the delete before it commits: a dirty read (and, if the deleter aborts, miss a row that
+    was there all along). A statement therefore also locks the ghosts in its key range, which
+    waits until their deleters end (``_in_rounds``). Thread-safe."""
+
+    def __init__(self):
+        self._mutex = threading.Lock()
+        self._keys: dict[str, dict[Any, set[int]]] = {}
+
+    def add(self, txn: int, table: str, keys: list) -> None:
+        with self._mutex:
+            mine = self._keys.setdefault(table.lower(), {})
+            for k in keys:
+                if k is not None:  # a NULL key's rows are covered by the deleter's table lock
+                    mine.setdefault(k, set()).add(txn)
+
+    def forget(self, txn: int) -> None:
+        """``txn`` ended: its deletes are committed or undone, no longer ghosts."""
+        with self._mutex:
+            for table in list(self._keys):
+                keys = self._keys[table]
+                for k in [k for k, owners in keys.items() if txn in owners]:
+                    keys[k].discard(txn)
+                    if not keys[k]:
+                        del keys[k]
+                if not keys:
+                    del self._keys[table]
+
+    def within(self, table: str, lo: Any, hi: Any, txn: int) -> list:
+        """The ghost keys of ``table`` in ``lo..hi`` (None: open end) that transactions other
+        than ``txn`` deleted, in key order."""
+        with self._mutex:
+            keys = [k for k, owners in self._keys.get(table.lower(), {}).items()
+                    if owners - {txn} and _between(k, lo, hi)]
+        return key_list(keys)
+
+
+def _between(k: Any, lo: Any, hi: Any) -> bool:
+    try:
+        return (lo is None or lo <= k) and (hi is None or k <= hi)
+    except TypeError:  # a bound of another type than the key: keep the ghost (the safe side)
+        return True
+
+
 class TransactionBase:
     """What every transaction shares, on one node or on the parallel engine: the statement kinds
     it runs (each subclass says how a read, an insert and a change take their locks), the
@@ -215,6 +269,8 @@ class TransactionBase:
         self._undo: list[_Undo] = []
         #: in a data directory, where the undo records are made durable (``minidb.txn.txn_log``)
         self._log: TransactionLog | None = None
+        #: the database's keys of rows deleted by live transactions (``Ghosts``)
+        self._ghosts: Ghosts = Ghosts()
 
     def _remember(self, undo: _Undo) -> None:
         """Keep the undo record of a write about to run; in a data directory force it to the
@@ -295,6 +351,7 @@ class Transaction(TransactionBase):
         self.db = db
         self.locks = db.locks
         self._log = db.txn_log
+        self._ghosts = db.ghosts
 
     # -- statements ---------------------------------------------------------------------------
     def _read(self, tree: exp.Expression, text: str) -> Result:
@@ -325,7 +382,8 @@ class Transaction(TransactionBase):
             self.locks.lock_range(self.id, table.name, lo, hi, S, self.lock_timeout)
         scan = f"SELECT {key} FROM {source}" + \
             (" WHERE " + " AND ".join(t.sql(dialect="duckdb") for t in used) if used else "")
-        return self._in_rounds(table.name, scan, S, keep=held, run=lambda keys: db.sql(text))
+        return self._in_rounds(table.name, scan, S, keep=held, run=lambda keys: db.sql(text),
+                               bounds=(lo, hi))
 
     def _change(self, tree: exp.Expression, text: str) -> Result:
         db = self.db
@@ -338,14 +396,15 @@ class Transaction(TransactionBase):
             raise MinidbError(f"an UPDATE in a transaction may not change {table.name}.{key}, the "
                               "column rows are locked by; delete the row and insert it again")
         where = tree.args.get("where")
+        lo, hi, _ = key_bounds(where, key)
         if self.access == "repeatable":
-            lo, hi, _ = key_bounds(where, key)
             if lo is None or hi is None or lo <= hi:  # X, not S: see the module docstring
                 self.locks.lock_range(self.id, table.name, lo, hi, X, self.lock_timeout)
         scan = f"SELECT {key} FROM {tree.this.sql(dialect='duckdb')}" + \
             (f" WHERE {where.this.sql(dialect='duckdb')}" if where is not None else "")
-        return self._in_rounds(table.name, scan, X, keep=True,
-                               run=lambda keys: self._write(table.name, key, keys, text))
+        deletes = isinstance(tree, exp.Delete)
+        return self._in_rounds(table.name, scan, X, keep=True, bounds=(lo, hi),
+                               run=lambda keys: self._write(table.name, key, keys, text, deletes))
 
     def _insert(self, tree: exp.Expression, text: str) -> Result:
         db = self.db
@@ -366,17 +425,20 @@ class Transaction(TransactionBase):
             return self._write(table.name, key, keys, text)
 
     def _in_rounds(self, table: str, scan: str, mode: str, keep: bool,
-                   run: Callable[[list], Result]) -> Result:
-        """Find the keys ``scan`` gives, lock them, and repeat until nothing new turns up; then
-        ``run(keys)`` in the same hold of the engine mutex as the last look. Without ``keep``
-        the S locks are released once the statement has run (STABLE)."""
+                   run: Callable[[list], Result], bounds: tuple[Any, Any] = (None, None)) -> Result:
+        """Find the keys ``scan`` gives, and the ghosts (``Ghosts``) in the key range ``bounds``,
+        lock them, and repeat until nothing new turns up; then ``run(keys)`` in the same hold of
+        the engine mutex as the last look. Without ``keep`` the S locks are released once the
+        statement has run (STABLE)."""
         db = self.db
         got: dict[Any, Any] = {}
         try:
             for _ in range(MAX_ROUNDS):
                 with db._engine:
                     keys = [_python(k) for k in db.sql(scan).to_arrow().column(0).to_pylist()]
-                    missing = sorted({k for k in keys if k not in got and k is not None})
+                    ghosts = self._ghosts.within(table, *bounds, self.id)
+                    missing = key_list([k for k in keys + ghosts
+                                        if k not in got and k is not None])
                     whole = None in keys and None not in got
                     if not missing and not whole:
                         return run(key_list(keys))
@@ -392,10 +454,14 @@ class Transaction(TransactionBase):
                 for h in got.values():
                     self.locks.release(h)
 
-    def _write(self, table: str, key: str, keys: list, text: str) -> Result:
-        """Run a write (engine mutex held, X locks held) after saving the rows it may change."""
+    def _write(self, table: str, key: str, keys: list, text: str, deletes: bool = False) -> Result:
+        """Run a write (engine mutex held, X locks held) after saving the rows it may change; the
+        keys of a DELETE become ghosts until this transaction ends."""
         self._remember(_Undo(table, key, keys, self._rows_with(table, key, keys)))
-        return self.db.sql(text)
+        result = self.db.sql(text)
+        if deletes:
+            self._ghosts.add(self.id, table, keys)
+        return result
 
     def _rows_with(self, table: str, key: str, keys: list) -> np.ndarray:
         records = self.db.catalog.get(table).read_all()
@@ -414,6 +480,7 @@ class Transaction(TransactionBase):
         self.db._check_open()
         self._log_end("commit")
         self.state = "committed"
+        self._ghosts.forget(self.id)  # its deletes are committed; releasing ends the waits
         self.locks.release_all(self.id)
 
     def abort(self) -> None:
@@ -430,6 +497,7 @@ class Transaction(TransactionBase):
         finally:
             self._undo.clear()
             self.state = "aborted"
+            self._ghosts.forget(self.id)
             self.locks.release_all(self.id)
 
 
