@@ -67,8 +67,12 @@ rows it finds, so it waits for the deleter, then sees the row again (abort) or n
 BROWSE reads the delete at once, as it reads any uncommitted change.
 
 Simplified, and said so: DDL (CREATE, DROP) and INSERT ... SELECT are refused in a transaction;
-an UPDATE may not change the lock key. Statements outside a transaction (``db.sql``) take no
-locks, as before.
+an UPDATE may not change the lock key. A STABLE UPDATE or DELETE finds its rows with its whole
+WHERE clause before it locks them, so a row another transaction has changed (not committed) so
+that it no longer qualifies is skipped without waiting; NonStop SQL would S-lock every row of the
+key range, test it under the lock and let go of those it does not change. REPEATABLE, which
+X-locks the key range first, has no such gap. Statements outside a transaction (``db.sql``)
+take no locks, as before.
 """
 
 from __future__ import annotations
