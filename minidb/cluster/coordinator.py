@@ -124,8 +124,8 @@ from minidb.storage.schema import Schema, concat_records
 from minidb.storage.sources import DEFAULT_BATCH_ROWS, BatchSource, check_batch_rows, open_source
 from minidb.txn.commit.enginenet import CommitAborted, engine_protocol
 from minidb.txn.dirlock import DirectoryLock
-from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 from minidb.txn.transaction import Ghosts
+from minidb.txn.two_phase import CommitUnfinished, TwoPhaseCoordinator
 from minidb.txn.txn_log import TransactionLog
 
 BIT_FILTER_HINT = "bit_filters"  # the hint word that turns Gamma's bit-vector filters on
