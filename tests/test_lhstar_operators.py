@@ -166,3 +166,22 @@ def test_operators_give_the_same_results_and_counts_on_ray(ray_session):
         finally:
             big.close()
     assert out["inline"] == out["ray"]
+
+
+@pytest.mark.parametrize("strategy", [None, "hash-partition", "broadcast", "materialize"])
+def test_negative_keys_probing_an_unhashed_file_match_nothing_as_in_duckdb(strategy):
+    """An unhashed file holds only keys >= 0; a BAT (or an SDDS) whose join or semijoin keys
+    are negative used to crash the routing with a ValueError. Those rows match nothing."""
+    pairs = op.bat([0, 1, 2, 5, 9], [10, -3, 7, -(1 << 63), 0])
+    f = op.load(LHStarFile(capacity=1, machines=2, hashed=False), pairs)
+    probe = op.bat([-5, 0, 2, -(1 << 63), 7, 3], [1, -1, 2, 9, -(1 << 63), 5])
+    expect = duck("SELECT p.head, f.tail FROM p JOIN f ON p.tail = f.head", p=probe, f=pairs)
+    assert rows(op.join(probe, f, strategy=strategy).pairs()) == expect
+    assert rows(op.semijoin(f, probe).pairs()) == duck(
+        "SELECT * FROM f WHERE head IN (SELECT head FROM p)", p=probe, f=pairs)
+    other = op.load(LHStarFile(capacity=1, machines=2, hashed=False),
+                    op.bat([0, 1, 2], [-4, 5, 9]))
+    for how in (None, "redistribute", "broadcast", "materialize"):
+        assert rows(op.join(f, other, strategy=how).pairs()) == duck(
+            "SELECT f.head, o.tail FROM f JOIN o ON f.tail = o.head", f=pairs,
+            o=op.bat([0, 1, 2], [-4, 5, 9]))
