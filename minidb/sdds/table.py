@@ -104,11 +104,16 @@ class LHStarPartitioner(Partitioner):
             self.sizes[a] += k
         sources = set()
         nodes = self._nodes()
-        while max(self.sizes) > self.capacity:
+        # buckets over capacity, kept up to date split by split (not max() over every bucket
+        # per split, which made a load of n rows into small buckets take time n**2)
+        over = sum(size > self.capacity for size in self.sizes)
+        while over:
             old, new = self.state.split, self.state.split + (self.state.n0 << self.state.level)
             moving = self.sizes[old] // 2
+            over -= self.sizes[old] > self.capacity
             self.sizes[old] -= moving
             self.sizes.append(moving)
+            over += (self.sizes[old] > self.capacity) + (moving > self.capacity)
             self.state = self.state.after_split()
             self.splits += 1
             if old % nodes != new % nodes:
