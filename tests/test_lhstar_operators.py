@@ -146,6 +146,14 @@ def test_mistakes_are_clear_errors(data):
         op.bat([1, 2], [3.5, 4.0])  # never truncated to 3
     with pytest.raises(LHStarError, match="must be distinct"):
         op.load(LHStarFile(), op.bat([1, 1], [2, 3]))
+    # a uint64 beyond 2**63 - 1 used to wrap around silently (to -1 here)
+    with pytest.raises(LHStarError, match="does not fit"):
+        op.bat([(1 << 64) - 1], [1])
+    with pytest.raises(LHStarError, match="does not fit"):
+        op.bat(np.array([1], np.int64), np.array([1 << 63], np.uint64))
+    assert rows(op.bat(np.array([3], np.uint64), [4])) == [(3, 4)]
+    with pytest.raises(LHStarError, match="low bound is a number"):
+        op.select(big, "a", 3)  # was a numpy UFuncTypeError
     words = LHStarFile()
     words.client().insert(1, "one")
     with pytest.raises(TypeError, match="integer pairs"):

@@ -113,6 +113,9 @@ def bat(heads, tails) -> np.ndarray:
         if len(column) and column.dtype.kind not in "iu":
             raise LHStarError(f"a BAT holds integer pairs; its {name} are {column.dtype} "
                               "(round or convert them first: nothing is truncated silently)")
+        if len(column) and column.dtype.kind == "u" and column.max() > np.iinfo(np.int64).max:
+            raise LHStarError(f"a BAT holds 64-bit signed integers; its {name} include "
+                              f"{int(column.max())}, which does not fit (it would wrap around)")
     out = np.empty(len(heads), dtype=PAIR)
     out["head"], out["tail"] = heads, tails
     return out
@@ -212,6 +215,10 @@ def select(sdds: LHStarFile, low: int, high: int, gather: bool = False) -> Resul
     """The pairs of ``sdds`` with ``low <= tail <= high``, kept where they were found (or, with
     ``gather``, sent to the front node)."""
     _check_file(sdds, "select's input")
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, float, np.integer, np.floating)):
+            raise LHStarError(f"select's {name} bound is a number (tails are integers), got "
+                              f"{type(bound).__name__} {bound!r:.40}")
     work = Work()
     fragments = _each_machine(sdds, "select_range", work, args=(low, high))
     plan = Plan("select", {"broadcast to every bucket": 0}, "broadcast to every bucket",
