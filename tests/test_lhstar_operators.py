@@ -158,6 +158,10 @@ def test_mistakes_are_clear_errors(data):
     words.client().insert(1, "one")
     with pytest.raises(TypeError, match="integer pairs"):
         op.select(words, 0, 1)
+    huge = LHStarFile(hashed=False)  # an unhashed file takes any key >= 0
+    huge.client().insert(1 << 64, 7)
+    with pytest.raises(TypeError, match="64-bit integer pairs"):  # was an OverflowError
+        op.select(huge, 0, 10)
 
 
 @pytest.mark.ray
