@@ -134,6 +134,14 @@ def test_hints_that_cannot_hold_are_clear_errors():
             db.sql(QUERIES["rows"], hint="remote broadcast")
         # Remote joins on the diskless nodes: always a repartition
         assert strategy_of(db.sql(QUERIES["rows"], hint="remote")) == "repartition"
+        # two strategies or two placements used to be taken silently (the first one won)
+        for two in ("broadcast repartition", "co_located, broadcast", "local remote"):
+            with pytest.raises(MinidbError, match="conflicting hints"):
+                db.sql(QUERIES["rows"], hint=two)
+        with pytest.raises(MinidbError, match="conflicting hints 'repartition' and 'broadcast'"):
+            db.sql(f"/*+ broadcast */ {QUERIES['rows']}", hint="repartition")
+        with pytest.raises(MinidbError, match="a hint is a string"):  # was a TypeError
+            db.sql(QUERIES["rows"], hint=3)
 
 
 def test_hash_partitioned_on_other_columns_or_seeds_is_not_co_located():

@@ -214,6 +214,34 @@ def test_bad_parameters_and_keys_are_clear_errors():
         LHStarFile().client().request("upsert", 1)
 
 
+@pytest.mark.parametrize("bad,match", [
+    # these were TypeErrors from a comparison, or accepted and failing (or meaning 1) later
+    (dict(threshold="high"), "threshold must be a number"),
+    (dict(merge_below=None), "merge_below must be a number"),
+    (dict(merge_threshold="low"), "merge_threshold must be a number"),
+    (dict(hashed="no"), "hashed must be True or False"),
+    (dict(capacity=True), "capacity"),
+    (dict(n0=True), "N0"),
+])
+def test_bad_parameter_types_are_one_line_errors(bad, match):
+    with pytest.raises(LHStarError, match=match):
+        LHStarFile(**bad)
+
+
+def test_numpy_integer_keys_are_keys():
+    """An np.int64 key was refused ("LH* keys are integers, got int64 3")."""
+    import numpy as np
+
+    f = LHStarFile(capacity=2, machines=2)
+    c = f.client()
+    for k in range(-20, 20):
+        c.insert(np.int64(k), k)
+    assert all(c.lookup(np.int64(k)) == k == c.lookup(k) for k in range(-20, 20))
+    assert c.delete(np.int32(5)) and c.lookup(5) is None
+    f.check()
+    assert sorted(f.select()) == [(k, k) for k in range(-20, 20) if k != 5]
+
+
 @pytest.mark.ray
 def test_ray_servers_take_the_same_steps_as_inline(ray_session):
     runs = {}

@@ -146,10 +146,22 @@ def test_mistakes_are_clear_errors(data):
         op.bat([1, 2], [3.5, 4.0])  # never truncated to 3
     with pytest.raises(LHStarError, match="must be distinct"):
         op.load(LHStarFile(), op.bat([1, 1], [2, 3]))
+    # a uint64 beyond 2**63 - 1 used to wrap around silently (to -1 here)
+    with pytest.raises(LHStarError, match="does not fit"):
+        op.bat([(1 << 64) - 1], [1])
+    with pytest.raises(LHStarError, match="does not fit"):
+        op.bat(np.array([1], np.int64), np.array([1 << 63], np.uint64))
+    assert rows(op.bat(np.array([3], np.uint64), [4])) == [(3, 4)]
+    with pytest.raises(LHStarError, match="low bound is a number"):
+        op.select(big, "a", 3)  # was a numpy UFuncTypeError
     words = LHStarFile()
     words.client().insert(1, "one")
     with pytest.raises(TypeError, match="integer pairs"):
         op.select(words, 0, 1)
+    huge = LHStarFile(hashed=False)  # an unhashed file takes any key >= 0
+    huge.client().insert(1 << 64, 7)
+    with pytest.raises(TypeError, match="64-bit integer pairs"):  # was an OverflowError
+        op.select(huge, 0, 10)
 
 
 @pytest.mark.ray
@@ -166,3 +178,22 @@ def test_operators_give_the_same_results_and_counts_on_ray(ray_session):
         finally:
             big.close()
     assert out["inline"] == out["ray"]
+
+
+@pytest.mark.parametrize("strategy", [None, "hash-partition", "broadcast", "materialize"])
+def test_negative_keys_probing_an_unhashed_file_match_nothing_as_in_duckdb(strategy):
+    """An unhashed file holds only keys >= 0; a BAT (or an SDDS) whose join or semijoin keys
+    are negative used to crash the routing with a ValueError. Those rows match nothing."""
+    pairs = op.bat([0, 1, 2, 5, 9], [10, -3, 7, -(1 << 63), 0])
+    f = op.load(LHStarFile(capacity=1, machines=2, hashed=False), pairs)
+    probe = op.bat([-5, 0, 2, -(1 << 63), 7, 3], [1, -1, 2, 9, -(1 << 63), 5])
+    expect = duck("SELECT p.head, f.tail FROM p JOIN f ON p.tail = f.head", p=probe, f=pairs)
+    assert rows(op.join(probe, f, strategy=strategy).pairs()) == expect
+    assert rows(op.semijoin(f, probe).pairs()) == duck(
+        "SELECT * FROM f WHERE head IN (SELECT head FROM p)", p=probe, f=pairs)
+    other = op.load(LHStarFile(capacity=1, machines=2, hashed=False),
+                    op.bat([0, 1, 2], [-4, 5, 9]))
+    for how in (None, "redistribute", "broadcast", "materialize"):
+        assert rows(op.join(f, other, strategy=how).pairs()) == duck(
+            "SELECT f.head, o.tail FROM f JOIN o ON f.tail = o.head", f=pairs,
+            o=op.bat([0, 1, 2], [-4, 5, 9]))

@@ -334,6 +334,11 @@ def test_sampled_quantiles_balance_the_ranges():
     (dict(unfix="lazy"), "unknown unfix scheme"),
     (dict(processes=16, cluster_bytes=32 * KB, sort_space_bytes=1 << 20), "under 3 clusters"),
     (dict(pools=0), "at least one pool"),
+    # these used to escape as a ZeroDivisionError, a TypeError and a numpy ValueError
+    (dict(cluster_bytes=0), "whole number of"),
+    (dict(processes=2.5), "at least one process"),
+    (dict(processes=3, quantiles="sampled", seed=-1), "seed"),
+    (dict(flow_control=0), "at least one packet"),
 ])
 def test_bad_sort_setups_are_clear_errors(bad, match):
     with pytest.raises(MinidbError, match=match):

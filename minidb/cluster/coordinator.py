@@ -497,6 +497,9 @@ class ParallelDatabase:
         self._check_open()
         if not isinstance(text, str):
             raise MinidbError(f"sql() takes the statement as a string, not {type(text).__name__}")
+        if hint is not None and not isinstance(hint, str):
+            raise MinidbError(f"a hint is a string such as 'broadcast' or 'grace_hash', not "
+                              f"{hint!r:.40}")
         body, comment = split_hint_comment(text)
         placement = None
         result_partition = None
@@ -508,8 +511,14 @@ class ParallelDatabase:
             h, spec = _partition_hint(h or "")
             result_partition = spec or result_partition
             words = [w.lower().replace("-", "_") for w in h.replace(",", " ").split()]
-            placement = next((w for w in words if w in PLACEMENTS), placement)
-            strategy = next((w for w in words if w in JOIN_STRATEGIES), strategy)
+            for word in words:  # one placement and one strategy, as parse_hints wants one join
+                for kind, given, known in (("placement", placement, PLACEMENTS),
+                                           ("join strategy", strategy, JOIN_STRATEGIES)):
+                    if word in known and given is not None and given != word:
+                        raise MinidbError(f"conflicting hints {given!r} and {word!r}; give one "
+                                          f"{kind} hint")
+                placement = word if word in PLACEMENTS else placement
+                strategy = word if word in JOIN_STRATEGIES else strategy
             bit_filters = bit_filters or BIT_FILTER_HINT in words
             propagate = propagate and NO_PROPAGATION_HINT not in words
             specs.append(" ".join(w for w in words if w not in PLACEMENTS + JOIN_STRATEGIES

@@ -39,6 +39,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
+import numpy as np
+
 from minidb.errors import MinidbError
 from minidb.plugins import lookup
 from minidb.sdds.addressing import MAX_FORWARDS, Addressing, FileState, Image, h
@@ -200,16 +202,23 @@ class LHStarFile:
                  merge_threshold: float = 0.4, hashed: bool = True,
                  backend: str = "inline", addressing: str | type | Addressing = "lhstar",
                  co_locate_with: LHStarFile | None = None) -> None:
-        if not isinstance(capacity, int) or capacity < 1:
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise LHStarError(f"bucket capacity must be a positive number of records, got "
                               f"{capacity!r}")
-        if not isinstance(n0, int) or n0 < 1:
+        if isinstance(n0, bool) or not isinstance(n0, int) or n0 < 1:
             raise LHStarError(f"N0 (buckets at the start) must be a positive integer, got {n0!r}")
-        if not isinstance(machines, int) or machines < 1:
+        if isinstance(machines, bool) or not isinstance(machines, int) or machines < 1:
             raise LHStarError(f"machines must be a positive integer, got {machines!r}")
         if split not in SPLIT_POLICIES:
             raise LHStarError(f"unknown split policy {split!r}; choose one of "
                               f"{', '.join(SPLIT_POLICIES)}")
+        for name, number in (("threshold", threshold), ("merge_below", merge_below),
+                             ("merge_threshold", merge_threshold)):
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise LHStarError(f"{name} must be a number, got {type(number).__name__} "
+                                  f"{number!r:.40}")
+        if not isinstance(hashed, (bool, np.bool_)):
+            raise LHStarError(f"hashed must be True or False, got {hashed!r:.40}")
         if not 0 < threshold <= 1.5:
             raise LHStarError(f"the load-factor threshold must be in (0, 1.5], got {threshold}")
         if not 0 <= merge_below < 1:
@@ -219,7 +228,7 @@ class LHStarFile:
         self.capacity, self.n0, self.machines = capacity, n0, machines
         self.split_policy, self.threshold = split, threshold
         self.merge_below, self.merge_threshold = merge_below, merge_threshold
-        self.hashed, self.backend = hashed, backend
+        self.hashed, self.backend = bool(hashed), backend
         if isinstance(addressing, str):
             addressing = lookup("lhstar_addressing", addressing)
         if isinstance(addressing, type):
@@ -325,6 +334,8 @@ class LHStarFile:
         """One request as LH* runs it: the client addresses a bucket from its image, servers
         forward it (at most twice), the first server's IAM adjusts the image, and an overflow
         or underflow is reported to the coordinator. Every message is counted."""
+        if isinstance(key, np.integer):  # a numpy integer is an integer key like any other
+            key = int(key)
         try:
             c = pseudokey(key, self.hashed)
         except (TypeError, ValueError) as err:

@@ -113,6 +113,9 @@ def bat(heads, tails) -> np.ndarray:
         if len(column) and column.dtype.kind not in "iu":
             raise LHStarError(f"a BAT holds integer pairs; its {name} are {column.dtype} "
                               "(round or convert them first: nothing is truncated silently)")
+        if len(column) and column.dtype.kind == "u" and column.max() > np.iinfo(np.int64).max:
+            raise LHStarError(f"a BAT holds 64-bit signed integers; its {name} include "
+                              f"{int(column.max())}, which does not fit (it would wrap around)")
     out = np.empty(len(heads), dtype=PAIR)
     out["head"], out["tail"] = heads, tails
     return out
@@ -164,9 +167,11 @@ def _materialize(file: LHStarFile, work: Work) -> np.ndarray:
 
 def _route(file: LHStarFile, keys: np.ndarray) -> np.ndarray:
     """The bucket of every key under the file's true state (the coordinator's; one message to
-    learn it is counted by the caller)."""
+    learn it is counted by the caller); -1 for a key the file cannot hold (a negative key of
+    an unhashed file), which matches nothing there and goes nowhere."""
     state = file.state
-    return np.fromiter((state.address(pseudokey(int(k), file.hashed)) for k in keys),
+    return np.fromiter((state.address(pseudokey(int(k), file.hashed))
+                        if file.hashed or k >= 0 else -1 for k in keys),
                        dtype=np.int64, count=len(keys))
 
 
@@ -210,6 +215,10 @@ def select(sdds: LHStarFile, low: int, high: int, gather: bool = False) -> Resul
     """The pairs of ``sdds`` with ``low <= tail <= high``, kept where they were found (or, with
     ``gather``, sent to the front node)."""
     _check_file(sdds, "select's input")
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, float, np.integer, np.floating)):
+            raise LHStarError(f"select's {name} bound is a number (tails are integers), got "
+                              f"{type(bound).__name__} {bound!r:.40}")
     work = Work()
     fragments = _each_machine(sdds, "select_range", work, args=(low, high))
     plan = Plan("select", {"broadcast to every bucket": 0}, "broadcast to every bucket",
@@ -280,7 +289,7 @@ def _redistribute_onto(rows: np.ndarray, sdds: LHStarFile, work: Work, plan: Pla
     """Send each row (a, b) to the bucket of ``sdds`` that holds head b, and join there."""
     work.messages += 2  # the file state, from the coordinator
     destination = _route(sdds, rows["tail"])
-    routed = {int(a): rows[destination == a] for a in np.unique(destination)}
+    routed = {int(a): rows[destination == a] for a in np.unique(destination) if a >= 0}
     for part in routed.values():
         work.ship(len(part))
     per_machine = [(m,) for m in _by_machine(sdds, routed)]
@@ -347,7 +356,8 @@ def semijoin(sdds: LHStarFile, other) -> Result:
                     "buckets", "only the heads are needed, at the buckets that hold them")
         work.messages += 2  # the file state
         destination = _route(sdds, other_pairs["head"])
-        heads = {int(a): other_pairs["head"][destination == a] for a in np.unique(destination)}
+        heads = {int(a): other_pairs["head"][destination == a] for a in np.unique(destination)
+                 if a >= 0}
         for h in heads.values():
             work.bytes_moved += len(h) * 8
             work.messages += 1

@@ -241,7 +241,11 @@ PAIR = np.dtype([("head", "<i8"), ("tail", "<i8")])
 def as_pairs(records: dict[int, object]) -> np.ndarray:
     """A bucket's records (head -> tail) as a pair array; tails must be integers."""
     out = np.empty(len(records), dtype=PAIR)
-    out["head"] = np.fromiter(records.keys(), dtype=np.int64, count=len(records))
+    try:
+        out["head"] = np.fromiter(records.keys(), dtype=np.int64, count=len(records))
+    except OverflowError:  # an unhashed file takes keys of any size
+        raise TypeError("the SDDS operators work on files of 64-bit integer pairs; this file "
+                        "holds a key outside -2**63 .. 2**63 - 1") from None
     try:
         out["tail"] = np.fromiter(records.values(), dtype=np.int64, count=len(records))
     except (TypeError, ValueError, OverflowError):

@@ -5,8 +5,9 @@ grows (Sections 3 and 5). Here a table of ``ParallelDatabase`` can be declustere
 its rows live in LH* buckets, bucket ``b`` on disk node ``b mod nodes`` (the logical-to-physical
 mapping of Section 3.3), and the coordinator plays LH*'s split coordinator. It holds the file
 state ``(i, n)`` and the size of every bucket; when rows make a bucket overflow its
-``capacity`` it splits bucket ``n`` (uncontrolled splitting), and the rows whose new bucket
-lives on another node move there (``ParallelDatabase``'s INSERT runs a "rehome" phase).
+``capacity`` it splits bucket ``n`` (uncontrolled splitting, at most one split per row
+admitted), and the rows whose new bucket lives on another node move there
+(``ParallelDatabase``'s INSERT runs a "rehome" phase).
 
 Written ``lh_star(key)`` (capacity 1,000 rows per bucket) or ``lh_star(key: 200)``. The key
 must be an integer column; it is hashed as the LH* files of ``minidb.sdds`` hash it, so a table
@@ -95,8 +96,13 @@ class LHStarPartitioner(Partitioner):
 
     def grow(self, batch: np.ndarray) -> list[int]:
         """Admit ``batch``: count its rows into their buckets and split while a bucket holds more
-        than ``capacity``. Returns the nodes whose stored rows may now belong to another node
-        (the sources of the buckets split across nodes), for the caller to rehome."""
+        than ``capacity``, at most once per row admitted (a collision per insert, one split per
+        collision, as in LH*): rows of one key never part, so without that bound a key repeated
+        beyond a bucket's capacity made the file double again and again (every insert of it
+        "overflowed" a bucket that the halved count said had room). A bucket left over its
+        capacity splits on at the next admission. Returns the nodes whose stored rows may now
+        belong to another node (the sources of the buckets split across nodes), for the caller
+        to rehome."""
         if not len(batch):
             return []
         counts = np.bincount(self.addresses(batch), minlength=self.state.buckets)
@@ -104,11 +110,18 @@ class LHStarPartitioner(Partitioner):
             self.sizes[a] += k
         sources = set()
         nodes = self._nodes()
-        while max(self.sizes) > self.capacity:
+        # buckets over capacity, kept up to date split by split (not max() over every bucket
+        # per split, which made a load of n rows into small buckets take time n**2)
+        over = sum(size > self.capacity for size in self.sizes)
+        allowed = len(batch)
+        while over and allowed:
+            allowed -= 1
             old, new = self.state.split, self.state.split + (self.state.n0 << self.state.level)
             moving = self.sizes[old] // 2
+            over -= self.sizes[old] > self.capacity
             self.sizes[old] -= moving
             self.sizes.append(moving)
+            over += (self.sizes[old] > self.capacity) + (moving > self.capacity)
             self.state = self.state.after_split()
             self.splits += 1
             if old % nodes != new % nodes:

@@ -53,6 +53,7 @@ the records (see ``minidb.volcano.exchange``).
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -100,8 +101,18 @@ class SortSetup:
     (the paper: 1-4 ms, 2 ms from then on; 0: all at once, as before §6.1)."""
 
     def __post_init__(self) -> None:
-        if self.processes < 1:
-            raise MinidbError(f"the sort needs at least one process, not {self.processes}")
+        if (isinstance(self.processes, bool) or not isinstance(self.processes, numbers.Integral)
+                or self.processes < 1):
+            raise MinidbError(f"the sort needs at least one process, not {self.processes!r}")
+        if self.flow_control is not None and (isinstance(self.flow_control, bool) or not
+                                              isinstance(self.flow_control, numbers.Integral)
+                                              or self.flow_control < 1):
+            raise MinidbError(f"flow control allows at least one packet ahead (or None: no "
+                              f"limit), not {self.flow_control!r}")
+        if self.quantiles == "sampled" and (not isinstance(self.seed, numbers.Integral)
+                                            or self.seed < 0):
+            raise MinidbError(f"the sampling seed is a non-negative integer, not {self.seed!r}")
+        self.layout  # noqa: B018 - a cluster that is not a whole number of pages is an error now
         if self.flush_stagger_ms < 0:
             raise MinidbError(f"a flush can be delayed, not advanced: flush_stagger_ms "
                               f"{self.flush_stagger_ms} must be 0 or more")
