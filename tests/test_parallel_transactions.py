@@ -202,28 +202,42 @@ def test_lock_timeout_aborts_the_waiter(pdb):
     assert rows(pdb) == duck(["UPDATE acct SET bal = 1 WHERE id = 1"])  # T2's id 9 undone
 
 
-# -- deadlocks ------------------------------------------------------------------------------------
-def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
+#: what T1 of ``crossed_transfers`` runs (it commits; T2 is the deadlock's victim)
+T1_STATEMENTS = ["UPDATE acct SET bal = bal - 50 WHERE id = 1",
+                 "UPDATE acct SET bal = bal + 50 WHERE id = 8"]
+
+
+def crossed_transfers(pdb):
+    """T1 and T2 each change one row (T1 on node 0, T2 on node 1), with the scheduler's detector
+    held until ``gate`` is set. Returns (t1, t2, gate, second): ``second(tx)`` is a function that
+    runs that transaction's second statement, on the other's row, and commits."""
     t1, t2 = pdb.begin("stable", lock_timeout=WAIT), pdb.begin("stable", lock_timeout=WAIT)
     detector = pdb._deadlocks.detector
     gate = threading.Event()  # hold the scheduler's detector until both transactions wait
     check = detector.check
     detector.check = lambda: check() if gate.wait(WAIT) else None
-    s1 = ["UPDATE acct SET bal = bal - 50 WHERE id = 1", "UPDATE acct SET bal = bal + 50 WHERE id = 8"]
-    s2 = ["UPDATE acct SET bal = bal - 7 WHERE id = 8", "UPDATE acct SET bal = bal + 7 WHERE id = 1"]
-    t1.sql(s1[0])  # a row on node 0
-    t2.sql(s2[0])  # a row on node 1
+    t1.sql(T1_STATEMENTS[0])  # a row on node 0
+    t2.sql("UPDATE acct SET bal = bal - 7 WHERE id = 8")  # a row on node 1
+    then = {t1.id: T1_STATEMENTS[1],
+            t2.id: "UPDATE acct SET bal = bal + 7 WHERE id = 1"}
 
-    def second(tx, statement):
+    def second(tx):
         def fn():
-            tx.sql(statement)
+            tx.sql(then[tx.id])
             tx.commit()
         return fn
 
+    return t1, t2, gate, second
+
+
+# -- deadlocks ------------------------------------------------------------------------------------
+def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
+    t1, t2, gate, second = crossed_transfers(pdb)
+    detector = pdb._deadlocks.detector
     node0, node1 = managers(pdb)
-    w1 = Worker(second(t1, s1[1]), "T1")
+    w1 = Worker(second(t1), "T1")
     wait_until(lambda: waiting_txns(node1) == {t1.id}, "T1 waiting for T2's row on node 1")
-    w2 = Worker(second(t2, s2[1]), "T2")
+    w2 = Worker(second(t2), "T2")
     wait_until(lambda: waiting_txns(node0) == {t2.id}, "T2 waiting for T1's row on node 0")
     # each node alone sees one wait and no cycle; only the merged graph has one
     assert find_cycle(node0.wait_for_graph()) is None and find_cycle(node1.wait_for_graph()) is None
@@ -242,7 +256,7 @@ def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
         assert part in message, (part, message)
     assert t1.state == "committed" and t2.state == "aborted" and detector.deadlocks == 1
     assert all(m.held(t.id) == [] for m in managers(pdb) for t in (t1, t2))
-    assert rows(pdb) == duck(s1)  # T2 left nothing behind
+    assert rows(pdb) == duck(T1_STATEMENTS)  # T2 left nothing behind
 
 
 def test_a_local_deadlock_is_found_by_the_node_itself(pdb):

@@ -9,7 +9,6 @@ through its ``txn_wait_edges``. The global deadlock test runs by default; the ot
 from __future__ import annotations
 
 import random
-import threading
 
 import pytest
 
@@ -17,7 +16,15 @@ import minidb
 from minidb.errors import DeadlockError, LockError, MinidbError
 from minidb.txn.deadlock import find_cycle
 from tests.test_locks import WAIT, Worker, wait_until
-from tests.test_parallel_transactions import ROWS, WRITES, accounts, duck, rows
+from tests.test_parallel_transactions import (
+    ROWS,
+    T1_STATEMENTS,
+    WRITES,
+    accounts,
+    crossed_transfers,
+    duck,
+    rows,
+)
 
 pytestmark = pytest.mark.ray
 
@@ -48,25 +55,11 @@ def handles(pdb) -> list[int]:
 
 
 def test_a_global_deadlock_through_two_actors_is_broken_by_the_scheduler(pdb):
-    t1, t2 = pdb.begin("stable", lock_timeout=WAIT), pdb.begin("stable", lock_timeout=WAIT)
+    t1, t2, gate, second = crossed_transfers(pdb)
     detector = pdb._deadlocks.detector
-    gate = threading.Event()  # hold the scheduler's detector until both transactions wait
-    check = detector.check
-    detector.check = lambda: check() if gate.wait(WAIT) else None
-    s1 = ["UPDATE acct SET bal = bal - 50 WHERE id = 1", "UPDATE acct SET bal = bal + 50 WHERE id = 8"]
-    s2 = ["UPDATE acct SET bal = bal - 7 WHERE id = 8", "UPDATE acct SET bal = bal + 7 WHERE id = 1"]
-    t1.sql(s1[0])  # a row on node 0
-    t2.sql(s2[0])  # a row on node 1
-
-    def second(tx, statement):
-        def fn():
-            tx.sql(statement)
-            tx.commit()
-        return fn
-
-    w1 = Worker(second(t1, s1[1]), "T1")
+    w1 = Worker(second(t1), "T1")
     wait_until(lambda: waiting(pdb, 1) == {t1.id}, "T1 waiting for T2's row on node 1", 4 * WAIT)
-    w2 = Worker(second(t2, s2[1]), "T2")
+    w2 = Worker(second(t2), "T2")
     wait_until(lambda: waiting(pdb, 0) == {t2.id}, "T2 waiting for T1's row on node 0", 4 * WAIT)
     graphs = [{w: {h} for w, h, _ in edges(pdb, n)} for n in pdb.disk]
     assert all(find_cycle(g) is None for g in graphs)  # each actor alone sees no cycle
@@ -82,7 +75,7 @@ def test_a_global_deadlock_through_two_actors_is_broken_by_the_scheduler(pdb):
         assert part in message, (part, message)
     assert t1.state == "committed" and t2.state == "aborted" and detector.deadlocks == 1
     assert handles(pdb) == [0, 0] and all(edges(pdb, n) == [] for n in pdb.disk)
-    assert rows(pdb) == duck(s1)  # T2 left nothing behind
+    assert rows(pdb) == duck(T1_STATEMENTS)  # T2 left nothing behind
     assert pdb.backend.healthy  # a refused lock wait leaves the actors fit to be pooled
 
 
