@@ -244,8 +244,8 @@ def test_the_released_notebook_runs_with_both_parts_not_written_yet(released, tm
     before = dict(os.environ)
     os.environ.update(env)
     try:
-        NotebookClient(notebook, timeout=300, iopub_timeout=60, kernel_name="python3",
-                       resources={"metadata": {"path": str(lab)}}).execute()
+        NotebookClient(notebook, timeout=300, iopub_timeout=60, coalesce_streams=True,
+                       kernel_name="python3", resources={"metadata": {"path": str(lab)}}).execute()
     finally:
         os.environ.clear()
         os.environ.update(before)

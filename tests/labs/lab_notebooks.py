@@ -63,8 +63,11 @@ def run_notebook(notebook: Path, scale: str, tmp_path: Path, monkeypatch) -> Ran
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     nb = nbformat.read(notebook, as_version=4)
     # iopub_timeout: how long to wait for a cell's last outputs after the kernel says it is
-    # done; nbclient's default (4 s) can drop printed lines on a loaded machine
-    client = NotebookClient(nb, timeout=300, iopub_timeout=60, kernel_name="python3",
+    # done; nbclient's default (4 s) can drop printed lines on a loaded machine.
+    # coalesce_streams: the kernel sends what a cell prints in pieces, one per buffer flush, and
+    # on a loaded machine a flush can fall in the middle of a print; merged, a line stays whole
+    client = NotebookClient(nb, timeout=300, iopub_timeout=60, coalesce_streams=True,
+                            kernel_name="python3",
                             resources={"metadata": {"path": str(notebook.parent)}})
     started = time.perf_counter()
     client.execute()
