@@ -30,7 +30,7 @@ BUFFER_PAGES = 64
 BATCH_ROWS = 1000
 BUILD_BATCH, PROBE_BATCH = 700, 900  # rows per input batch: the spill decisions depend on them
 COUNTERS = ("build_tuples", "probe_tuples", "partitions_spilled", "spill_pages_written",
-            "spill_pages_read", "peak_memory_pages", "matches")
+            "spill_pages_read", "partitioned_tuples", "peak_memory_pages", "matches")
 
 
 def plugin_class(kind: str, name: str) -> type:

@@ -6,11 +6,13 @@ the inputs:
 
 * **rows**: the pairs (probe ``a_id``, build ``b_id``) must be exactly DuckDB's for
   ``SELECT a_id, b_id FROM a JOIN b ON a_key = b_key`` (each pair once);
-* **counters**: the tuples entered into and looked up in hash tables, the partitions spilled and
+* **counters**: the tuples entered into and looked up in hash tables, the tuples hashed to a
+  partition (every level), the partitions spilled and
   the pages written to and read from temporary files must equal those of minidb's own Hybrid
   hash join (``minidb.exec.join.partitioned.HybridHashJoin``) on the same inputs and budget,
   run by the grader through the same harness code: they follow from the rules in the README, and
-  a join that ignores its budget, spills the wrong partition or forgets to recurse shows here;
+  a join that ignores its budget, spills the wrong partition, forgets to recurse or partitions
+  again a spilled partition that fits (exactly ``M - 1`` pages) shows here;
 * **the budget**: the largest memory the join recorded (``note_memory``) must not exceed it.
 
 Nothing the child says is believed beyond what it reports; the reference and the expected rows
@@ -18,6 +20,8 @@ never reach it.
 """
 
 from __future__ import annotations
+
+import math
 
 import duckdb
 import numpy as np
@@ -27,9 +31,9 @@ from autograder.grading import Case, Malformed, Verdict
 
 CATEGORIES = ("fits in memory", "duplicate keys", "a quarter of the memory",
               "a partition bigger than memory", "one key for every tuple", "an empty input",
-              "text keys")
+              "text keys", "a partition that exactly fills memory")
 CHECKED = ("build_tuples", "probe_tuples", "partitions_spilled", "spill_pages_written",
-           "spill_pages_read")
+           "spill_pages_read", "partitioned_tuples")
 
 
 def join_case(case_id: str, title: str, points: float, *, build: np.ndarray, probe: np.ndarray,
@@ -136,24 +140,61 @@ def skewed(seed: int, n_build: int, n_probe: int, key: int) -> tuple[np.ndarray,
     return np.full(n_build, key, dtype=np.int64), rng.permutation(probe).astype(np.int64)
 
 
+def fills_memory(seed: int, memory: int, n_probe: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two partitions (1 and 2 of level 0) that tie for the largest when the first build batch
+    overflows the budget, so the lower one is spilled; later batches bring partition 1's tuples
+    up to exactly ``limit`` = ``(memory - 1) * capacity`` (``memory - 1`` full pages), so the
+    spilled pair fits and is joined in memory, not partitioned again. Two thirds of the probe
+    tuples fall in partition 1, a third in partition 2 (so spilling the other one shows)."""
+    from autograder.assignments.lab2.harness import BUILD_BATCH, PAGE_SIZE, relation
+    from minidb.exec.store import hash_table_capacity
+    from minidb.hashing import hash_column
+
+    fanout = max(2, min(memory - 1, 16, 2 * math.isqrt(memory)))
+    limit = (memory - 1) * hash_table_capacity(PAGE_SIZE, relation("b", np.zeros(1, np.int64))[0])
+    first = min(limit, BUILD_BATCH // 2)  # of each partition in the first batch: a tie
+    rng = np.random.default_rng(seed)
+
+    def keys_of(part: int, n: int, start: int) -> np.ndarray:
+        candidates = rng.permutation(np.arange(start, start + 8 * fanout * n, dtype=np.int64))
+        where = hash_column(candidates, seed=1) % np.uint64(fanout)  # level 0's hash function
+        return candidates[where == part][:n]
+
+    one, two = keys_of(1, limit, 0), keys_of(2, first, 10**7)
+    head = np.empty(2 * first, np.int64)
+    head[0::2], head[1::2] = one[:first], two
+    build = np.concatenate([head, one[first:]])
+    probe = np.concatenate([rng.choice(one, n_probe - n_probe // 3), rng.choice(two, n_probe // 3),
+                            rng.integers(2 * 10**7, 3 * 10**7, n_probe // 10)])
+    return build, rng.permutation(probe).astype(np.int64)
+
+
 def public_cases() -> list[Case]:
     sk_b, sk_p = skewed(15, 500, 150, 7)
+    fm_b, fm_p = fills_memory(23, 6, 1800)
     return [
-        join_case("D1", "the build input fits in memory", 8, build=unique(11, 2000),
+        join_case("D1", "the build input fits in memory", 7, build=unique(11, 2000),
                   probe=draws(12, 4000, 3000), memory=60, category="fits in memory"),
-        join_case("D2", "keys repeated on both sides", 8, build=draws(13, 3500, 1200),
+        join_case("D2", "keys repeated on both sides", 7, build=draws(13, 3500, 1200),
                   probe=draws(14, 2400, 1200), memory=8, category="duplicate keys"),
-        join_case("D3", "a quarter of the memory the build input needs", 8,
+        join_case("D3", "a quarter of the memory the build input needs", 7,
                   build=unique(16, 6000), probe=draws(17, 6000, 7000), memory=22,
                   category="a quarter of the memory"),
-        join_case("D4", "partitions bigger than memory: one level down", 8,
+        join_case("D4", "partitions bigger than memory: one level down", 7,
                   build=unique(18, 20000), probe=draws(19, 3000, 20000), memory=6,
                   category="a partition bigger than memory"),
-        join_case("D5", "every build tuple has the same key", 8, build=sk_b, probe=sk_p,
+        join_case("D5", "every build tuple has the same key", 7, build=sk_b, probe=sk_p,
                   memory=5, category="one key for every tuple"),
-        join_case("D6", "an empty probe input, a build input that spills", 8,
+        join_case("D6", "an empty probe input, a build input that spills", 7,
                   build=unique(20, 900), probe=np.zeros(0, dtype=np.int64), memory=5,
                   category="an empty input"),
-        join_case("D7", "text keys of different widths", 8, build=text(21, 3000, 1500, 6),
+        join_case("D7", "text keys of different widths", 7, build=text(21, 3000, 1500, 6),
                   probe=text(22, 2500, 2000, 9), memory=8, category="text keys"),
+        join_case("D15", "a spilled partition of exactly M - 1 pages, two tied for the largest", 7,
+                  build=fm_b, probe=fm_p, memory=6,
+                  category="a partition that exactly fills memory",
+                  about="partitions 1 and 2 tie for the largest when the first batch overflows "
+                        "memory: the lower number is spilled; partition 1 ends with exactly "
+                        "M - 1 full pages, so it fits (at most limit tuples) and is joined in "
+                        "memory, not partitioned again."),
     ]

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.assignments.lab2.joins import draws, join_case, skewed, text, unique
+from autograder.assignments.lab2.joins import (
+    draws,
+    fills_memory,
+    join_case,
+    skewed,
+    text,
+    unique,
+)
 from autograder.grading import Case
 
 
 def join_cases() -> list[Case]:
     sk_b, sk_p = skewed(9015, 700, 120, 42)
+    fm_b, fm_p = fills_memory(9023, 8, 1400)
     return [
         join_case("D8", "the build input fits in memory, more probe tuples", 6, hidden=True,
                   build=unique(9011, 1500), probe=draws(9012, 6000, 2500), memory=40,
@@ -27,12 +35,15 @@ def join_cases() -> list[Case]:
         join_case("D11", "partitions bigger than memory, five pages", 6, hidden=True,
                   build=unique(9018, 15000), probe=draws(9019, 4000, 15000), memory=5,
                   category="a partition bigger than memory"),
-        join_case("D12", "every build tuple has the same key, more of them", 6, hidden=True,
+        join_case("D12", "every build tuple has the same key, more of them", 5, hidden=True,
                   build=sk_b, probe=sk_p, memory=4, category="one key for every tuple"),
-        join_case("D13", "an empty probe input, a larger build input", 7, hidden=True,
+        join_case("D13", "an empty probe input, a larger build input", 5, hidden=True,
                   build=unique(9020, 1300), probe=np.zeros(0, dtype=np.int64), memory=6,
                   category="an empty input"),
-        join_case("D14", "text keys, many repeated", 7, hidden=True,
+        join_case("D14", "text keys, many repeated", 5, hidden=True,
                   build=text(9021, 2500, 400, 5), probe=text(9022, 1500, 600, 7), memory=7,
                   category="text keys"),
+        join_case("D16", "a spilled partition of exactly M - 1 pages, eight pages", 5,
+                  hidden=True, build=fm_b, probe=fm_p, memory=8,
+                  category="a partition that exactly fills memory"),
     ]
