@@ -1,7 +1,7 @@
 """Lab 3 (grouped unfixing) graded end to end in the real sandbox: the reference and the lab's
 own file score 100, the student release's stubs 0, and plausible wrong answers (no flush at the
 end, a table that ignores its slots, one call per record, groups flushed in arrival order, a
-count that starts at zero) lose the cases their mistake shows in, always a public case of the
+count that starts at zero, a close that leaves the table full) lose the cases their mistake shows in, always a public case of the
 same category first; the feedback names the stream and grouped unfix's call."""
 
 from __future__ import annotations
@@ -97,6 +97,9 @@ MUTANTS = {
     "count starts at zero": (mutant(("            self.table[slot] = [cluster, 1]\n",
                                      "            self.table[slot] = [cluster, 0]\n")),
                              {"T1", "T2", "T3", "S2"}),
+    # close flushes every group but leaves them in the table: a second close flushes them again
+    # (the end-of-stream cases close twice; full marks before they did)
+    "close keeps the table": (mutant(("        self.table.clear()\n", "")), {"T3", "T6"}),
 }
 
 
@@ -114,6 +117,13 @@ def test_wrong_answers_lose_the_cases_that_show_them(tmp_path, name):
             assert any(CASES[p].category == CASES[case].category for p in public_failed), case
     first = graded.test(sorted(public_failed)[0])["output"]
     assert "grouped unfix" in first or "ORDER BY" in first or "unfix every record" in first
+
+
+def test_a_table_left_full_by_close_loses_exactly_the_end_of_stream_cases(tmp_path):
+    source, lost = MUTANTS["close keeps the table"]
+    graded = grade3(tmp_path, source)
+    assert set(graded.failed()) == lost and graded.score == 80
+    assert "close() called a second time" in graded.test("T3")["output"]
 
 
 def test_feedback_names_the_stream_and_the_expected_call(tmp_path):

@@ -4,7 +4,8 @@ It runs in the sandboxed child (beside a stubbed minidb whose own grouped unfix 
 reports raw observations only:
 
 * a ``traces`` case feeds each stream of cluster ids (one array per stream) to a fresh
-  gatherer, one ``unfix`` per record, then ``close``, and reports the calls it made, in order;
+  gatherer, one ``unfix`` per record, then ``close``, and reports the calls it made, in order
+  (with ``close_twice``, it then calls ``close`` again and reports that one's calls apart);
 * a ``sort`` case runs minidb's parallel sort with the submission as every operator's gatherer
   and reports the buffer-manager calls counted per process, pool and kind, the records each
   operator unfixed, and a digest of the sorted output.
@@ -47,15 +48,20 @@ def run_traces(plugin: type, case: dict, arrays: dict) -> dict:
     streams = []
     for i, entries in enumerate(case["entries"]):
         made: list[list[int]] = []
+        again: list[list[int]] = []  # calls of a second close (close_twice)
         error = None
         try:
             gatherer = plugin(entries, _recorder(made))
             for cluster in arrays[case["arrays"][i]].tolist():
                 gatherer.unfix(cluster)
             gatherer.close()
+            if case.get("close_twice"):  # close leaves the table empty: a second one makes no call
+                closed = len(made)
+                gatherer.close()
+                made, again = made[:closed], made[closed:]
         except Exception as exc:  # the grader says which stream and why
             error = f"{type(exc).__name__}: {exc}{_where(exc, plugin)}"[:500]
-        streams.append({"calls": made, "error": error})
+        streams.append({"calls": made, "again": again, "error": error})
     return {"streams": streams}
 
 

@@ -47,11 +47,15 @@ def stream(seed: int, records: int, clusters: int, *, run: tuple[int, int] = (1,
 
 
 def traces_case(case_id: str, title: str, points: float, *, streams: list[tuple[int, np.ndarray]],
-                category: str, hidden: bool = False, about: str = "") -> Case:
+                category: str, hidden: bool = False, about: str = "",
+                close_twice: bool = False) -> Case:
+    """``close_twice``: ``close`` is called a second time after each stream; the table it left
+    must be empty, so that call makes no call of its own."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r} for case {case_id}")
     names = [f"{case_id}_stream_{i}" for i in range(len(streams))]  # unique over all cases
-    inputs = {"kind": "traces", "entries": [k for k, _ in streams], "arrays": names}
+    inputs = {"kind": "traces", "entries": [k for k, _ in streams], "arrays": names,
+              "close_twice": close_twice}
     arrays = {name: s for name, (_, s) in zip(names, streams, strict=True)}
     return Case(case_id, title, points, hidden, inputs, arrays,
                 check=lambda case, obs: check_traces(obs, streams), about=about,
@@ -76,6 +80,14 @@ def check_traces(observation: dict, streams: list[tuple[int, np.ndarray]]) -> Ve
         calls = mine["calls"]
         if mine.get("error"):
             wrong.append(f"{where}: after {len(calls)} calls: {mine['error']}")
+            continue
+        again = mine.get("again") or []
+        if not isinstance(again, list):
+            raise Malformed("a stream's calls of a second close are not a list")
+        if calls == want and again:
+            wrong.append(f"{where}: every call right, but close() called a second time made "
+                         f"{len(again)} more, first {again[0]} ([cluster, count]); grouped "
+                         "unfix's second close makes none: close must leave the table empty")
             continue
         if calls == want:
             continue
@@ -209,8 +221,10 @@ def public_cases() -> list[Case]:
                     streams=[(4, np.array([], dtype=np.int64)), (1, np.array([5], np.int64)),
                              (16, stream(306, 60, 50, interleave=4, run=(1, 4))),
                              (8, stream(307, 30, 6, interleave=3, run=(3, 6)))],
+                    close_twice=True,
                     about="close must flush every group still gathered, slot by slot, and "
-                          "an empty stream makes no call."),
+                          "leave the table empty (close is called twice: the second makes no "
+                          "call); an empty stream makes no call."),
         sort_case("S1", "a parallel sort: lock acquisitions", 10, rows=12_000, seed=311,
                   processes=4, entries=1, pools=2, category="sort: lock acquisitions",
                   about="every operator of every process gathers with your class: the calls "

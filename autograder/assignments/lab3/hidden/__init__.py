@@ -23,7 +23,7 @@ def unfix_cases() -> list[Case]:
                              (32, stream(9304, 1500, 500, interleave=9, run=(1, 30))),
                              (3, stream(9305, 700, 20, interleave=3, run=(1, 5)))]),
         traces_case("T6", "end of stream, many open groups", 10, hidden=True,
-                    category="end of stream",
+                    category="end of stream", close_twice=True,
                     streams=[(64, stream(9306, 200, 150, interleave=8, run=(1, 3))),
                              (2, np.array([9, 9, 4], dtype=np.int64)),
                              (5, np.array([], dtype=np.int64))]),
