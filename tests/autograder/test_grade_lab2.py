@@ -2,8 +2,8 @@
 own file score 100, the student release's stub 0, and plausible wrong joins (one that ignores
 its budget, spills the smallest partition, writes every partition as GRACE does, loses the
 spilled probe tuples, reuses the hash function one level down, joins an oversized partition in
-memory, partitions again a spilled partition that exactly fits, or breaks a tie for the largest
-partition the wrong way) lose the cases their mistake shows in, a public case of the same
+memory, partitions again a spilled partition that exactly fits, breaks a tie for the largest
+partition the wrong way, or judges "one key" batch by batch) lose the cases their mistake shows in, a public case of the same
 category first; the feedback says which pairs or counters differ."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_the_reference_scores_full_marks(tmp_path):
     assert graded.score == 100
     assert [t["status"] for t in graded.doc["tests"]] == ["passed"] * len(CASES)
     hidden = [t for t in graded.doc["tests"] if "hidden" in t["tags"]]
-    assert len(hidden) == len(HIDDEN) == 8 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
+    assert len(hidden) == len(HIDDEN) == 9 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
 
 
 def test_the_student_release_stub_scores_zero_and_says_what_to_write(tmp_path):
@@ -117,32 +117,39 @@ def test_wrong_joins_lose_marks_and_public_cases_warn_first(tmp_path, wrong):
     assert all(CASES[c].category in public_lost for c in lost & HIDDEN), sorted(lost)
 
 
-# Wrong joins the cases of "a partition that exactly fills memory" (D15, D16) were added for;
-# each scored full marks before. With the exact lost cases (found by running them).
+# Wrong joins that scored full marks before the cases added for them: "a partition that exactly
+# fills memory" (D15, D16) and a build input sorted by key (D17, D18). Each with the cases it
+# loses (found by running them), a public case that shows it and what that case's feedback says.
 NEAR_MISSES = {
     # "fits" read as under the limit, not at most: a spilled partition of exactly M - 1 pages is
     # partitioned again; that spills nothing more, but hashes its tuples again (partitioned_tuples).
     # D4, D9 and D11 happen to hold such a partition too: D9 (duplicate keys) is lost while D2
-    # is not, but D15 and D4, public, show the mistake first.
+    # and D17 are not, but D15 and D4, public, show the mistake first.
     "exactly full is partitioned again": (
         mutant(("            elif build_file.num_pages * build_file.capacity <= self.limit:",
                 "            elif build_file.num_pages * build_file.capacity < self.limit:")),
-        {"D4", "D9", "D11", "D15", "D16"}),
+        {"D4", "D9", "D11", "D15", "D16"}, "D15", "partitioned_tuples: yours"),
     # the highest-numbered of the largest partitions spilled on a tie, not the lowest
     "spills the highest on a tie": (
-        mutant(("key=lambda i: sizes[i])", "key=lambda i: (sizes[i], i))")), {"D15", "D16"}),
+        mutant(("key=lambda i: sizes[i])", "key=lambda i: (sizes[i], i))")), {"D15", "D16"},
+        "D15", "spill_pages_written: yours"),
+    # "every build tuple had the same key" judged write by write, not over the whole partition:
+    # a partition of several keys, one per batch, goes to memory-loads instead of one level down
+    "one key judged per write": (
+        mutant(("key0 = first_key.setdefault(i, rows[self.build_key][0])",
+                "key0 = rows[self.build_key][0]")), {"D17", "D18"},
+        "D17", "partitions_spilled: yours 3, the reference's 12"),
 }
 
 
 @pytest.mark.parametrize("wrong", sorted(NEAR_MISSES))
-def test_boundary_mistakes_lose_the_exactly_full_cases(tmp_path, wrong):
-    source, lost = NEAR_MISSES[wrong]
+def test_boundary_mistakes_lose_the_cases_added_for_them(tmp_path, wrong):
+    source, lost, case, says = NEAR_MISSES[wrong]
     graded = grade2(tmp_path, source)
     assert set(graded.failed()) == lost
     assert graded.score == 100 - sum(CASES[c].points for c in lost) < 100
-    d15 = graded.test("D15")["output"]
-    counter = ("partitioned_tuples: yours" if "again" in wrong else "spill_pages_written: yours")
-    assert counter in d15 and "the reference's" in d15
+    out = graded.test(case)["output"]
+    assert says in out and "the reference's" in out
 
 
 def test_feedback_names_the_differences(tmp_path):

@@ -140,6 +140,20 @@ def skewed(seed: int, n_build: int, n_probe: int, key: int) -> tuple[np.ndarray,
     return np.full(n_build, key, dtype=np.int64), rng.permutation(probe).astype(np.int64)
 
 
+def sorted_runs(seed: int, keys: int, repeats: int, n_probe: int,
+                matching: int) -> tuple[np.ndarray, np.ndarray]:
+    """A build input sorted by key, each of ``keys`` keys ``repeats`` times: every batch holds
+    one or two keys, so the tuples a partition gets from one batch all have the same key even
+    where the partition holds several (it must go one level down, not to memory-loads). Only
+    ``matching`` probe tuples find a key, the others none (the output stays small)."""
+    rng = np.random.default_rng(seed)
+    distinct = np.sort(rng.choice(10**6, keys, replace=False))
+    build = np.repeat(distinct, repeats).astype(np.int64)
+    probe = np.concatenate([rng.choice(distinct, matching),
+                            rng.integers(10**6, 2 * 10**6, n_probe - matching)])
+    return build, rng.permutation(probe).astype(np.int64)
+
+
 def fills_memory(seed: int, memory: int, n_probe: int) -> tuple[np.ndarray, np.ndarray]:
     """Two partitions (1 and 2 of level 0) that tie for the largest when the first build batch
     overflows the budget, so the lower one is spilled; later batches bring partition 1's tuples
@@ -172,10 +186,11 @@ def fills_memory(seed: int, memory: int, n_probe: int) -> tuple[np.ndarray, np.n
 def public_cases() -> list[Case]:
     sk_b, sk_p = skewed(15, 500, 150, 7)
     fm_b, fm_p = fills_memory(23, 6, 1800)
+    sr_b, sr_p = sorted_runs(24, 8, 700, 1500, 20)
     return [
         join_case("D1", "the build input fits in memory", 7, build=unique(11, 2000),
                   probe=draws(12, 4000, 3000), memory=60, category="fits in memory"),
-        join_case("D2", "keys repeated on both sides", 7, build=draws(13, 3500, 1200),
+        join_case("D2", "keys repeated on both sides", 4, build=draws(13, 3500, 1200),
                   probe=draws(14, 2400, 1200), memory=8, category="duplicate keys"),
         join_case("D3", "a quarter of the memory the build input needs", 7,
                   build=unique(16, 6000), probe=draws(17, 6000, 7000), memory=22,
@@ -197,4 +212,9 @@ def public_cases() -> list[Case]:
                         "memory: the lower number is spilled; partition 1 ends with exactly "
                         "M - 1 full pages, so it fits (at most limit tuples) and is joined in "
                         "memory, not partitioned again."),
+        join_case("D17", "a build input sorted by key: several keys in a spilled partition", 3,
+                  build=sr_b, probe=sr_p, memory=6, category="duplicate keys",
+                  about="8 keys, 700 tuples each, in order: a spilled partition gets one key "
+                        "per batch but several keys in all, so it goes one level down; only "
+                        "a partition whose every build tuple has one key goes to memory-loads."),
     ]

@@ -13,6 +13,7 @@ from autograder.assignments.lab2.joins import (
     fills_memory,
     join_case,
     skewed,
+    sorted_runs,
     text,
     unique,
 )
@@ -22,11 +23,12 @@ from autograder.grading import Case
 def join_cases() -> list[Case]:
     sk_b, sk_p = skewed(9015, 700, 120, 42)
     fm_b, fm_p = fills_memory(9023, 8, 1400)
+    sr_b, sr_p = sorted_runs(9024, 10, 450, 2000, 30)
     return [
         join_case("D8", "the build input fits in memory, more probe tuples", 6, hidden=True,
                   build=unique(9011, 1500), probe=draws(9012, 6000, 2500), memory=40,
                   category="fits in memory"),
-        join_case("D9", "keys repeated on both sides, less memory", 6, hidden=True,
+        join_case("D9", "keys repeated on both sides, less memory", 3, hidden=True,
                   build=draws(9013, 3000, 1500), probe=draws(9014, 2000, 1500), memory=9,
                   category="duplicate keys"),
         join_case("D10", "a quarter of the memory, a larger build input", 6, hidden=True,
@@ -46,4 +48,6 @@ def join_cases() -> list[Case]:
         join_case("D16", "a spilled partition of exactly M - 1 pages, eight pages", 5,
                   hidden=True, build=fm_b, probe=fm_p, memory=8,
                   category="a partition that exactly fills memory"),
+        join_case("D18", "a build input sorted by key, ten keys", 3, hidden=True,
+                  build=sr_b, probe=sr_p, memory=9, category="duplicate keys"),
     ]
