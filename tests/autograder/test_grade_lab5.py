@@ -1,8 +1,9 @@
 """Lab 5 (two-phase commit) graded end to end in the real sandbox: the reference and the lab's
 own file score 100, the student release's stubs 0, and plausible wrong answers (a vote or a
-decision not forced, a commit on the first yes, no repeats on a timeout, a protocol that
-borrows minidb's own) lose the cases their mistake shows in, always a public case of the same
-category first; the feedback names the run (seed, crash) and the promise broken."""
+decision not forced, a commit on the first yes, no repeats on a timeout, a yes delivered twice
+counted twice, a protocol that borrows minidb's own) lose the cases their mistake shows in,
+always a public case of the same category first; the feedback names the run (seed, crash) and
+the promise broken."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def test_the_reference_and_the_labs_own_file_score_full_marks(tmp_path, source):
     assert graded.score == 100, graded.failed()
     assert [t["status"] for t in graded.doc["tests"]] == ["passed"] * len(CASES)
     hidden = [t for t in graded.doc["tests"] if "hidden" in t["tags"]]
-    assert len(hidden) == 5 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
+    assert len(hidden) == 6 and all(t["visibility"] == HIDDEN_VISIBILITY for t in hidden)
 
 
 def test_the_student_release_stub_scores_zero_and_says_what_to_write(tmp_path):
@@ -93,6 +94,12 @@ MUTANTS = {
                           ("                s.send(COORDINATOR, \"ask\", txn)\n"
                            "                s.set_timer(txn, \"outcome\")\n", "")),
                    {"L1"}),
+    # votes kept in a list: a yes the network delivers twice counts twice, and enough repeats
+    # commit before the no arrives (full marks before L3 and L4 repeated messages this often)
+    "counts a repeated yes twice": (mutant(
+        ("s.state[txn] = {\"votes\": set(), \"acks\": set()}\n        for p in s.participants:",
+         "s.state[txn] = {\"votes\": [], \"acks\": set()}\n        for p in s.participants:"),
+        ("st[\"votes\"].add(m.src)", "st[\"votes\"].append(m.src)")), {"L3", "L4"}),
     # minidb's own 2PC under another name
     "borrows minidb's": ("from minidb.plugins import register\n"
                          "from minidb.txn.commit.two_pc import TwoPhaseCommit\n\n\n"
@@ -113,6 +120,14 @@ def test_wrong_answers_lose_the_cases_that_show_them(tmp_path, name):
     for case in failed:  # every category a hidden case fails in is failed by a public case first
         if CASES[case].hidden:
             assert any(CASES[p].category == CASES[case].category for p in public_failed), case
+
+
+def test_a_repeated_yes_counted_twice_loses_only_the_repeated_vote_cases(tmp_path):
+    source, lost = MUTANTS["counts a repeated yes twice"]
+    graded = grade5(tmp_path, source)
+    assert set(graded.failed()) == lost and graded.score == 94
+    out = graded.test("L3")["output"]
+    assert "delivered twice" in out and "committed although participant(s) [4] voted no" in out
 
 
 def test_feedback_names_the_run_and_the_promise(tmp_path):

@@ -130,9 +130,15 @@ def public_cases() -> list[Case]:
                     crash_site=1,
                     about="participant 1 dies before each of its steps in turn and comes back: "
                           "a yes it sent must survive, an unforced one must not be committed."),
-        commit_case("L1", "a lossy network and a no vote", 10, category="a lossy network",
+        commit_case("L1", "a lossy network and a no vote", 6, category="a lossy network",
                     participants=3, seed=505, seeds=6, drop=0.2, duplicate=0.1, no_votes=(3,),
                     about="20% of the messages are lost and 10% delivered twice, and participant "
                           "3 votes no: timers must repeat what was not answered, repeats must be "
                           "harmless, and a late or repeated yes must not tip the decision."),
+        commit_case("L3", "yes votes delivered twice before a late no", 4,
+                    category="a lossy network", participants=4, seed=515, seeds=6, drop=0.1,
+                    duplicate=0.4, no_votes=(4,),
+                    about="40% of the messages are delivered twice and participant 4 votes no: "
+                          "a yes the network repeats is still one participant's vote, so the "
+                          "repeats must not add up to a commit before the no arrives."),
     ]

@@ -22,7 +22,10 @@ def commit_cases() -> list[Case]:
         commit_case("P2", "the last participant crashes over a lossy network", 10, hidden=True,
                     category="a participant crashes", participants=4, seed=9504, seeds=2,
                     crash_site=4, drop=0.15, duplicate=0.1),
-        commit_case("L2", "a lossier network, everyone votes yes", 5, hidden=True,
+        commit_case("L2", "a lossier network, everyone votes yes", 3, hidden=True,
                     category="a lossy network", participants=5, seed=9505, seeds=6, drop=0.3,
                     duplicate=0.2),
+        commit_case("L4", "repeated yes votes, the first participant votes no", 2, hidden=True,
+                    category="a lossy network", participants=5, seed=9505, seeds=6, drop=0.2,
+                    duplicate=0.3, no_votes=(1,)),
     ]
