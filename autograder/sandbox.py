@@ -117,13 +117,34 @@ def sandbox_user(spec: str = "auto") -> SandboxUser | None:
     return SandboxUser(-1, -1, "a user id of its own for each child", dedicated=True)
 
 
-_claimed: set[int] = set()
+_claimed: dict[int, int] = {}  # user id -> the open file whose lock holds it
 _claim_lock = threading.Lock()
+#: one lock file per dedicated user id, shared by every grader process of this machine
+UID_LOCKS = Path(tempfile.gettempdir()) / "minidb-grade-uids"
+
+
+def _uid_lock_dir() -> Path:
+    """The folder of the user-id lock files: made by the grader (root) and writable by it only,
+    since a child that could make or hold a lock file there could keep a grader waiting."""
+    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    st = UID_LOCKS.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise AutograderError(f"{UID_LOCKS} is not a folder that only the grader can write; "
+                              "remove it and grade again")
+    return UID_LOCKS
 
 
 def claim_uid() -> int:
-    """A user id no account, no process and no other child of this grader has; see release."""
+    """A user id no account, no process and no other child has, of this grader or of another
+    grader process on the machine; see ``release_uid``.
+
+    Two graders running at once (a batch of submissions graded in parallel, or parallel test
+    workers) each see a free id before either has started a child under it, so looking at the
+    running tasks is not enough: an id is also locked (``flock`` on its file in ``UID_LOCKS``)
+    from its claim to its release. The lock dies with the grader, so a grader killed mid-run
+    holds nothing, and its children are found by ``users_with_tasks`` as before."""
     with _claim_lock:
+        locks = _uid_lock_dir()
         busy = hunt.users_with_tasks()
         start = os.getpid() % len(DEDICATED_UIDS)
         for i in range(len(DEDICATED_UIDS)):
@@ -132,15 +153,26 @@ def claim_uid() -> int:
                 continue
             try:
                 pwd.getpwuid(uid)
+                continue  # an account has it
             except KeyError:
-                _claimed.add(uid)
-                return uid
+                pass
+            fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another grader holds it
+                os.close(fd)
+                continue
+            _claimed[uid] = fd
+            return uid
     raise AutograderError("found no free user id to run submissions under; use --user nobody")
 
 
 def release_uid(uid: int) -> None:
+    """Give ``uid`` back (once no task of it is left): its lock is released."""
     with _claim_lock:
-        _claimed.discard(uid)
+        fd = _claimed.pop(uid, None)
+        if fd is not None:
+            os.close(fd)
 
 
 # -- the sandbox directory ----------------------------------------------------------------------

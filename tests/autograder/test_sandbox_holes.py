@@ -363,3 +363,46 @@ def _sleeping(seconds: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_two_grader_processes_never_share_a_user_id(tmp_path, monkeypatch):
+    """Two graders at once (parallel test workers, a batch graded in parallel) started from the
+    same place in the id range: while one holds an id, the other takes the next; each one's
+    cleanup would otherwise kill the other's child. A released id can be taken again."""
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "UID_LOCKS", tmp_path / "uids")
+    mine = sandbox.claim_uid()
+    other = f"""
+import os, sys
+sys.path[:0] = [{str(ROOT)!r}]
+from pathlib import Path
+from autograder import sandbox
+sandbox.UID_LOCKS = Path({str(tmp_path / "uids")!r})
+os.getpid = lambda: {os.getpid()}  # start where the first grader started
+print(sandbox.claim_uid())
+"""
+
+    def claimed_elsewhere() -> int:
+        run = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stderr
+        return int(run.stdout)
+
+    try:
+        assert claimed_elsewhere() not in (mine, -1)
+    finally:
+        sandbox.release_uid(mine)
+    assert claimed_elsewhere() == mine  # its lock ended with the release
+
+
+def test_a_uid_lock_folder_others_can_write_is_refused(tmp_path, monkeypatch):
+    from autograder import sandbox
+    from autograder.sandbox import AutograderError
+
+    shared = tmp_path / "uids"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(sandbox, "UID_LOCKS", shared)
+    with pytest.raises(AutograderError, match="only the grader can write"):
+        sandbox.claim_uid()
