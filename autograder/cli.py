@@ -36,7 +36,8 @@ def main() -> None:
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Where to write Gradescope's results.json.")
 @click.option("--wall", type=float, default=DEFAULT.wall_s, show_default=True,
-              help="Wall-clock seconds for importing the submission, and for each case.")
+              help="Wall-clock seconds for importing the submission, and for each case "
+                   "(on a loaded machine, stretched by the load per core, at most 5 times).")
 @click.option("--cpu", type=float, default=DEFAULT.cpu_s, show_default=True,
               help="CPU seconds for each case (and for importing the submission).")
 @click.option("--memory", type=int, default=DEFAULT.memory_mb, show_default=True,

@@ -19,9 +19,10 @@ process per part (a fresh one after a case that killed it), which runs ``autogra
    goes to a bounded buffer sent along, the rest is counted and dropped.
 
 The parent watches the report as it grows: each stage (importing the submission, each case) has
-its own wall-clock deadline; a child past it, or gone without finishing, is killed with its whole
-process group and, under another user, every task of that user it started (``hunt``: threads of
-zombie-led thread groups too), and the files that user left in the shared temporary folders are
+its own wall-clock deadline, stretched on a loaded machine (``stage_wall_s``); a child past it,
+or gone without finishing, is killed with its whole process group and, under another user,
+every task of that user it started (``hunt``: threads of zombie-led thread groups too), and the
+files that user left in the shared temporary folders are
 removed. A user id of its own is handed out again only once no task of it is left. Under a named
 account, children run one at a time, so that what is new of that account is theirs. The parent
 trusts nothing in the report: ``grading`` checks every observation against the inputs.
@@ -58,10 +59,12 @@ import numpy as np
 from autograder import hunt
 from autograder.markers import strip_solutions
 from autograder.submission import Found, copy_submission
+from minidb.cluster.machine import busy_factor, load_note
 from minidb.errors import MinidbError
 
 CHILD_SCRIPT = Path(__file__).with_name("_child.py")
 DEDICATED_UIDS = range(61_000, 65_000)
+WALL_STRETCH_MAX = 5.0  # a stage's wall-clock limit grows with the load up to this factor
 CHILD_NPROC = 4  # processes or threads a submission may start besides its own
 
 
@@ -682,7 +685,7 @@ def _follow(proc: subprocess.Popen, report: Path, watch: _Watch, limits: Limits,
     """Read the report while the child runs, sending each case once the last one is done;
     return why the child was stopped, or None."""
     offset, partial = 0, b""
-    deadline = time.monotonic() + limits.wall_s
+    deadline = time.monotonic()  # when the stage began: its limit is added as it is checked
     pause = 0.002
     watch.err_from = 0
     watch.explain = lambda how: _why_it_ended(how, limits, err_path, watch.err_from)
@@ -709,17 +712,32 @@ def _follow(proc: subprocess.Popen, report: Path, watch: _Watch, limits: Limits,
             watch.current = watch.next_case()
             watch.started_at = time.monotonic()
             watch.err_from = _size(err_path)
-            deadline = watch.started_at + limits.wall_s
+            deadline = watch.started_at
             sender.send(next(c for c in sender.job.cases if c["id"] == watch.current))
             pause = 0.002
         sender.pump()
         if exited:  # a last line cut short: the child died while writing it
             return None
-        if time.monotonic() > deadline:
-            stage = f"case {watch.current}" if watch.current else "importing the submission"
-            return f"{stage} took longer than {limits.wall_s:g} s (wall-clock limit)"
+        if time.monotonic() > deadline + limits.wall_s:
+            allowed, why = stage_wall_s(limits)
+            if time.monotonic() > deadline + allowed:
+                stage = f"case {watch.current}" if watch.current else "importing the submission"
+                return f"{stage} took longer than {allowed:g} s (wall-clock limit{why})"
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def stage_wall_s(limits: Limits) -> tuple[float, str]:
+    """Seconds a stage may take now, and why when that is more than ``limits.wall_s``: on a busy
+    machine (a shared CI runner, a grading host running other containers) a correct submission
+    runs slower, so the limit is stretched by the load per core (``busy_factor``, measured each
+    time the deadline is checked), at most ``WALL_STRETCH_MAX`` times. The CPU limit, which does
+    not depend on the load, is what stops an endless loop."""
+    factor = min(WALL_STRETCH_MAX, busy_factor())
+    if factor <= 1.0:
+        return limits.wall_s, ""
+    allowed = round(limits.wall_s * factor, 1)
+    return allowed, f" of {limits.wall_s:g} s stretched x{factor:.1f} for the {load_note()}"
 
 
 def _size(path: Path) -> int:
