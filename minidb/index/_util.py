@@ -224,6 +224,9 @@ def match_pairs(keys: np.ndarray, values: np.ndarray, bkeys: np.ndarray,
 
     Returns ``(remove, matched)``: which page entries to remove and which batch pairs found an
     entry. Each batch pair removes at most one entry (a pair given twice removes two copies).
+    Keys are equal as SQL (DuckDB) compares them: a NaN key matches a NaN key, so the entry of
+    a row whose key is NaN can be removed (with IEEE ``!=`` it never matched, and a B+ tree
+    delete then walked the same leaf for ever).
     """
     n, m = len(keys), len(bkeys)
     if not n or not m:
@@ -234,7 +237,7 @@ def match_pairs(keys: np.ndarray, values: np.ndarray, bkeys: np.ndarray,
     order = np.lexsort((tag, allv, allk))
     sk, sv, st = allk[order], allv[order], tag[order]
     new = np.ones(n + m, dtype=bool)
-    new[1:] = (sk[1:] != sk[:-1]) | (sv[1:] != sv[:-1])
+    new[1:] = compare("<>", sk[1:], sk[:-1]) | (sv[1:] != sv[:-1])  # NaN = NaN
     gid = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
     in_page = np.bincount(gid, weights=(st == 0)).astype(np.int64)

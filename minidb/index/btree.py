@@ -45,6 +45,7 @@ import numpy as np
 
 from minidb.buffer.manager import BufferManager
 from minidb.errors import MinidbError
+from minidb.exec.expr import compare
 from minidb.index._util import (
     VALUE_DTYPE,
     Bound,
@@ -333,7 +334,9 @@ class BPlusTree:
                 if first_pending() >= len(keys):
                     break
                 nxt = keys[done]
-                if last is None or nxt <= last or last < target:
+                # DuckDB's order (NaN the largest, NaN = NaN): with IEEE comparisons a NaN
+                # key still pending after its leaf never moved on, and the delete never ended
+                if last is None or compare("<=", nxt, last) or compare("<", last, target):
                     leaf_no = link  # the run of equal keys (or the target) may go on
                     continue
                 break
