@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import minidb
 from minidb.buffer import BufferManager
+from minidb.errors import MinidbError
 from minidb.index._util import match_pairs
 from minidb.index.btree import BPlusTree
 from minidb.index.hashfile import DenseHashIndex
@@ -114,4 +115,30 @@ def test_sql_delete_on_indexed_float_column_with_nan(organization):
         db.sql("DELETE FROM t WHERE id = 1")
     assert db.sql("SELECT id FROM t WHERE k = 'NaN'::DOUBLE").to_pylist() == [(2,)]
     assert sorted(db.sql("SELECT id FROM t WHERE k >= 2").to_pylist()) == [(2,), (3,)]
+    db.close()
+
+
+# -- user mistakes are one-line MinidbErrors --------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    {"buffer_pages": True},  # a bool is not a frame count (it used to give a 1-frame pool)
+    {"buffer_pages": 10**15},  # numpy's MemoryError before
+    {"buffer_policy": None},  # TypeError: 'NoneType' object is not callable before
+    {"buffer_policy": 3},
+])
+def test_bad_buffer_arguments_are_minidb_errors(kwargs):
+    with pytest.raises(MinidbError, match="buffer_pages|buffer_policy"):
+        minidb.connect(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"organization": "hash", "key": 3},  # AttributeError: 'int' object has no attribute 'lower'
+    {"organization": 3, "key": "id"},
+])
+def test_non_string_organization_or_key_is_a_minidb_error(kwargs):
+    db = minidb.connect(buffer_pages=4)
+    t = pa.table({"id": pa.array(range(3), pa.int64())})
+    with pytest.raises(MinidbError, match="must be"):
+        db.create_table("t", t, **kwargs)
+    assert "t" not in db.catalog.names()
     db.close()
