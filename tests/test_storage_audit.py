@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import minidb
 from minidb.buffer import BufferManager
-from minidb.errors import MinidbError
+from minidb.errors import BufferPoolFullError, MinidbError
 from minidb.index._util import match_pairs
 from minidb.index.btree import BPlusTree
 from minidb.index.hashfile import DenseHashIndex
@@ -141,4 +141,33 @@ def test_non_string_organization_or_key_is_a_minidb_error(kwargs):
     with pytest.raises(MinidbError, match="must be"):
         db.create_table("t", t, **kwargs)
     assert "t" not in db.catalog.names()
+    db.close()
+
+
+# -- a failed split leaves no frame pinned -----------------------------------------------------
+
+def test_btree_split_without_a_free_frame_unpins_the_page(tmp_path):
+    """A one-frame pool cannot split a leaf (the leaf and the new page need two frames): a clear
+    BufferPoolFullError, after which the leaf is unpinned and the tree reads as before. The leaf
+    used to stay pinned for good, so every later statement found the pool full."""
+    disk, buf = make(tmp_path, frames=1)
+    tree = BPlusTree.create(disk, buf, "t", np.int64)
+    cap = tree.leaf_capacity
+    tree.insert(np.arange(cap), np.arange(cap))  # a full leaf, no split yet
+    with pytest.raises(BufferPoolFullError):
+        tree.insert(np.array([5]), np.array([99]))
+    assert buf.pinned_frames == 0
+    assert tree.lookup(5).tolist() == [5]
+    assert tree_pairs(tree) == as_model(np.arange(cap), np.arange(cap))
+    assert tree.num_entries == cap
+
+
+def test_failed_insert_in_a_one_frame_pool_does_not_pin_for_good():
+    db = minidb.connect(buffer_pages=1, page_size=2048)
+    t = pa.table({"id": pa.array(range(600), pa.int64()), "k": pa.array([i % 7 for i in range(600)])})
+    db.create_table("t", t)
+    db.create_index("t", "k")
+    with pytest.raises(BufferPoolFullError):
+        db.sql("INSERT INTO t VALUES " + ", ".join(f"({1000 + i}, 3)" for i in range(300)))
+    assert db.buffer.pinned_frames == 0
     db.close()
