@@ -171,3 +171,44 @@ def test_failed_insert_in_a_one_frame_pool_does_not_pin_for_good():
         db.sql("INSERT INTO t VALUES " + ", ".join(f"({1000 + i}, 3)" for i in range(300)))
     assert db.buffer.pinned_frames == 0
     db.close()
+
+
+# -- an integer key against a double literal compares as doubles -------------------------------
+
+BIG = 2**63 - 1  # as a double it is 9.223372036854775808e18 = 2**63
+
+
+@pytest.mark.parametrize("organization,key,index", [
+    ("heap", None, "k"), ("clustered", "k", None), ("hash", "id", "k")])
+def test_int64_key_against_a_double_literal_matches_the_scan(organization, key, index):
+    """DuckDB (and minidb's own scan filter) compare BIGINT with DOUBLE as doubles, so
+    ``k = 9.223372036854775808e18`` holds for k = 2**63 - 1 and ``k = 9.007199254740992e15`` for
+    k = 2**53 + 1 (DuckDB gives these counts for these DOUBLE literals). The index bounds were
+    exact integers (ceil / floor), so an index path missed those rows."""
+    db = minidb.connect(buffer_pages=4, page_size=2048)
+    ks = [0, 5, BIG, BIG - 1, -BIG - 1, 2**53, 2**53 + 1] * 40
+    t = pa.table({"id": pa.array(range(len(ks)), pa.int64()), "k": pa.array(ks, pa.int64())})
+    db.create_table("t", t, organization=organization, key=key)
+    if index:
+        db.create_index("t", index)
+
+    def count(where):
+        return db.sql(f"SELECT count(*) FROM t WHERE {where}").to_pylist()[0][0]
+
+    assert count("k = 9.223372036854775808e18") == 80
+    assert count("k >= 9.223372036854775808e18") == 80
+    assert count("k < 9.223372036854775808e18") == 200
+    assert count("k = 9.007199254740992e15") == 80
+    assert count("k > 9.007199254740992e15") == 80
+    assert count("k BETWEEN 1e0 AND 9.007199254740992e15") == 120
+    db.close()
+
+
+def test_btree_float_bound_on_int_keys_compares_as_doubles(tmp_path):
+    disk, buf = make(tmp_path)
+    keys = np.array([BIG, BIG - 1, 2**53, 2**53 + 1, 7], dtype=np.int64)
+    tree = BPlusTree.bulk_load(disk, buf, "t", keys, np.arange(5))
+    found = sorted(int(v) for _, vs in tree.search_range(2.0**63, None) for v in vs)
+    assert found == [0, 1]
+    found = sorted(int(v) for _, vs in tree.search_range(None, 2.0**53) for v in vs)
+    assert found == [2, 3, 4]

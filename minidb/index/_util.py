@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from minidb.errors import MinidbError
-from minidb.exec.expr import compare
+from minidb.exec.expr import compare, int_bound_of_double
 from minidb.hashing import hash_keys
 from minidb.storage.page import HEADER_SIZE
 
@@ -71,8 +71,9 @@ class Bound(NamedTuple):
 def coerce_bound(dtype: np.dtype, value, is_low: bool) -> Bound:
     """Turn a query bound (Python or numpy value) into a key-typed inclusive bound.
 
-    Integer keys: a fractional bound is rounded inward, a bound beyond the type's range becomes
-    unbounded (or makes the range empty). Char keys: a bound longer than the column is cut; a
+    Integer keys: a float bound is rounded inward, as an integer compares with a double (see
+    ``minidb.exec.expr.int_bound_of_double``); a bound beyond the type's range becomes unbounded
+    (or makes the range empty). Char keys: a bound longer than the column is cut; a
     cut low bound becomes exclusive (``'abcdeX'`` excludes the stored ``'abcde'``).
     """
     if value is None:
@@ -83,7 +84,7 @@ def coerce_bound(dtype: np.dtype, value, is_low: bool) -> Bound:
                 return Bound(None, False, is_low)
             if math.isinf(value):
                 return Bound(None, False, (value > 0) == is_low)
-            value = math.ceil(value) if is_low else math.floor(value)
+            value = int_bound_of_double(float(value), ">=" if is_low else "<=")
         v = int(value)
         info = np.iinfo(dtype)
         if is_low:
