@@ -634,7 +634,12 @@ class Table:
 
 def check_organization(name: str, schema: Schema, organization: str | None,
                        key: str | None) -> tuple[str, str | None]:
-    """The organization (lower case) and key column name, or a one-line error."""
+    """The organization (lower case) and key column name, or a one-line error (also for an
+    organization or key that is not a string)."""
+    if organization is not None and not isinstance(organization, str):
+        raise MinidbError(f"table {name!r}: organization must be a string, not {organization!r}")
+    if key is not None and not isinstance(key, str):
+        raise MinidbError(f"table {name!r}: key must be a column name, not {key!r}")
     organization = (organization or "heap").lower()
     if organization not in ORGANIZATIONS:
         raise MinidbError(

@@ -91,17 +91,32 @@ class BufferManager:
     """A fixed number of page frames over one ``Disk``, with a pluggable replacement policy."""
 
     def __init__(self, disk: Disk, num_frames: int, policy: str | type[ReplacementPolicy] = "lru"):
-        if not isinstance(num_frames, int | np.integer) or num_frames < 1:
+        """A pool of ``num_frames`` frames. Bad arguments (a bool or non-integer frame count, a
+        policy that is neither a registered name nor a ``ReplacementPolicy`` class, a pool too
+        large for this machine's memory) are one-line ``MinidbError``s."""
+        if (not isinstance(num_frames, int | np.integer) or isinstance(num_frames, bool)
+                or num_frames < 1):
             raise MinidbError(f"buffer_pages must be a positive integer, not {num_frames!r}")
+        if isinstance(policy, str):
+            policy_cls = lookup("buffer_policy", policy)
+        elif isinstance(policy, type) and issubclass(policy, ReplacementPolicy):
+            policy_cls = policy
+        else:
+            raise MinidbError(f"buffer_policy must be a policy name or a ReplacementPolicy class, not {policy!r}")
         self.disk = disk
         self.page_size = disk.page_size
         self.num_frames = int(num_frames)
-        policy_cls = lookup("buffer_policy", policy) if isinstance(policy, str) else policy
+        try:
+            self.frames = np.zeros((self.num_frames, self.page_size), dtype=np.uint8)
+            self.frame_page = np.full(self.num_frames, -1, dtype=np.int64)
+            self.pins = np.zeros(self.num_frames, dtype=np.int64)
+        except MemoryError:
+            raise MinidbError(
+                f"buffer_pages={self.num_frames:,} pages of {self.page_size} bytes do not fit in "
+                "this machine's memory; use fewer buffer pages"
+            ) from None
         self.policy: ReplacementPolicy = policy_cls(self.num_frames)
-        self.frames = np.zeros((self.num_frames, self.page_size), dtype=np.uint8)
         self.frame_file: list[PagedFile | None] = [None] * self.num_frames
-        self.frame_page = np.full(self.num_frames, -1, dtype=np.int64)
-        self.pins = np.zeros(self.num_frames, dtype=np.int64)
         self.dirty = np.zeros(self.num_frames, dtype=bool)
         self.hint = np.zeros(self.num_frames, dtype=np.int8)
         self._where: dict[int, np.ndarray] = {}  # file id -> frame of each page (-1 = on disk)

@@ -502,7 +502,9 @@ def key_range(pred: Expr | None, column: str, integral: bool = False
 
     * an integer column (``integral=True``) takes exact inclusive integer bounds, whatever the
       literal: ``c < 5`` and ``c < 4.5`` give ``high = 4``, ``c > -2.5`` gives ``low = -2``,
-      ``c = 5.5`` gives the empty range ``[6, 5]``; the term is fully used, no filter is left;
+      ``c = 5.5`` gives the empty range ``[6, 5]``; a float literal is compared as a double,
+      as the scan's filter compares it, so above 2**53 the bounds take in every integer that
+      rounds to it (``int_bound_of_double``); the term is fully used, no filter is left;
       a bound outside int64 is dropped (or makes the range empty) and infinite or NaN literals
       are left to the filter;
     * a float or text column keeps the literal as it is: ``=``, ``<=`` and ``>=`` are used
@@ -572,6 +574,34 @@ def _is_bound(c: Const) -> bool:
     return c.value is not None and not isinstance(c.value, bool)
 
 
+def int_bound_of_double(x: float, op: str) -> int:
+    """The integer bound equivalent to ``k op x`` for an integer ``k`` and a finite double ``x``,
+    compared as SQL (DuckDB) and numpy compare an integer with a double: as the double nearest
+    ``k``. ``op`` ``>=`` / ``>`` give the smallest such k, ``<=`` / ``<`` the largest.
+
+    Up to 2**53 every integer is a double and this is ``ceil`` / ``floor``; above, several
+    integers round to the same double (2**63 - 1 compares equal to 9.223372036854775808e18),
+    so the answer is found by bisection within one unit in the last place of ``x``.
+    """
+    ceil, floor = math.ceil(x), math.floor(x)
+    if abs(x) < 2.0**53 or abs(x) > 2.0**64:  # exact (beyond int64 the bound is dropped anyway)
+        return {">=": ceil, ">": floor + 1, "<=": floor, "<": ceil - 1}[op]
+    width = int(math.ulp(x)) + 2
+    holds = {">=": lambda k: float(k) >= x, ">": lambda k: float(k) > x,
+             "<=": lambda k: float(k) <= x, "<": lambda k: float(k) < x}[op]
+    if op in (">=", ">"):  # holds is false below the answer, true from it on
+        lo, hi = floor - width, ceil + width  # holds(lo) false, holds(hi) true
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+        return hi
+    lo, hi = floor - width, ceil + width  # holds(lo) true, holds(hi) false
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo
+
+
 def _integer_bound(op: str, value) -> tuple[object, object] | None:
     """``(low, high)`` for ``column op value`` on an integer column (see ``key_range``)."""
     if isinstance(value, str):
@@ -579,19 +609,12 @@ def _integer_bound(op: str, value) -> tuple[object, object] | None:
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
-        ceil, floor = math.ceil(value), math.floor(value)
+        low = int_bound_of_double(value, ">" if op == ">" else ">=") if op in ("=", ">=", ">") else None
+        high = int_bound_of_double(value, "<" if op == "<" else "<=") if op in ("=", "<=", "<") else None
     else:
-        ceil = floor = int(value)
-    if op == "=":
-        low, high = ceil, floor
-    elif op == ">=":
-        low, high = ceil, None
-    elif op == ">":
-        low, high = floor + 1, None
-    elif op == "<=":
-        low, high = None, floor
-    else:  # "<"
-        low, high = None, ceil - 1
+        value = int(value)
+        low = {"=": value, ">=": value, ">": value + 1}.get(op)
+        high = {"=": value, "<=": value, "<": value - 1}.get(op)
     if (low is not None and low > _INT64_MAX) or (high is not None and high < _INT64_MIN):
         return EMPTY_RANGE
     if low is not None and low < _INT64_MIN:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from minidb.errors import MinidbError
-from minidb.exec.expr import compare
+from minidb.exec.expr import compare, int_bound_of_double
 from minidb.hashing import hash_keys
 from minidb.storage.page import HEADER_SIZE
 
@@ -71,8 +71,9 @@ class Bound(NamedTuple):
 def coerce_bound(dtype: np.dtype, value, is_low: bool) -> Bound:
     """Turn a query bound (Python or numpy value) into a key-typed inclusive bound.
 
-    Integer keys: a fractional bound is rounded inward, a bound beyond the type's range becomes
-    unbounded (or makes the range empty). Char keys: a bound longer than the column is cut; a
+    Integer keys: a float bound is rounded inward, as an integer compares with a double (see
+    ``minidb.exec.expr.int_bound_of_double``); a bound beyond the type's range becomes unbounded
+    (or makes the range empty). Char keys: a bound longer than the column is cut; a
     cut low bound becomes exclusive (``'abcdeX'`` excludes the stored ``'abcde'``).
     """
     if value is None:
@@ -83,7 +84,7 @@ def coerce_bound(dtype: np.dtype, value, is_low: bool) -> Bound:
                 return Bound(None, False, is_low)
             if math.isinf(value):
                 return Bound(None, False, (value > 0) == is_low)
-            value = math.ceil(value) if is_low else math.floor(value)
+            value = int_bound_of_double(float(value), ">=" if is_low else "<=")
         v = int(value)
         info = np.iinfo(dtype)
         if is_low:
@@ -224,6 +225,9 @@ def match_pairs(keys: np.ndarray, values: np.ndarray, bkeys: np.ndarray,
 
     Returns ``(remove, matched)``: which page entries to remove and which batch pairs found an
     entry. Each batch pair removes at most one entry (a pair given twice removes two copies).
+    Keys are equal as SQL (DuckDB) compares them: a NaN key matches a NaN key, so the entry of
+    a row whose key is NaN can be removed (with IEEE ``!=`` it never matched, and a B+ tree
+    delete then walked the same leaf for ever).
     """
     n, m = len(keys), len(bkeys)
     if not n or not m:
@@ -234,7 +238,7 @@ def match_pairs(keys: np.ndarray, values: np.ndarray, bkeys: np.ndarray,
     order = np.lexsort((tag, allv, allk))
     sk, sv, st = allk[order], allv[order], tag[order]
     new = np.ones(n + m, dtype=bool)
-    new[1:] = (sk[1:] != sk[:-1]) | (sv[1:] != sv[:-1])
+    new[1:] = compare("<>", sk[1:], sk[:-1]) | (sv[1:] != sv[:-1])  # NaN = NaN
     gid = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
     in_page = np.bincount(gid, weights=(st == 0)).astype(np.int64)

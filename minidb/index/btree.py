@@ -45,6 +45,7 @@ import numpy as np
 
 from minidb.buffer.manager import BufferManager
 from minidb.errors import MinidbError
+from minidb.exec.expr import compare
 from minidb.index._util import (
     VALUE_DTYPE,
     Bound,
@@ -213,8 +214,10 @@ class BPlusTree:
                values: np.ndarray, leaf: bool) -> None:
         """Write entries back to a fixed page, splitting it into pieces if they do not fit.
 
-        Unfixes the page. New pieces go to new pages at the end of the file; their first keys
-        and page numbers are inserted into the parent (the last element of ``path``).
+        Unfixes the page, also when the split fails (no free frame for a new page, a failed
+        write-back): the page is then left as it was, so an error does not leave a frame pinned
+        for good. New pieces go to new pages at the end of the file; their first keys and page
+        numbers are inserted into the parent (the last element of ``path``).
         """
         cap = self.layout.capacity
         m = len(keys)
@@ -228,14 +231,18 @@ class BPlusTree:
         first_new = self.file.num_pages
         new_nos = list(range(first_new, first_new + pieces - 1))
         old_link = get_link(page) if leaf else -1
-        for p, expected in zip(range(1, pieces), new_nos, strict=True):
-            no, frame = self.buffer.new_page(self.file)
-            if no != expected:
-                raise MinidbError(f"{self.name}: page allocation out of order ({no} != {expected})")
-            link = (no + 1 if p < pieces - 1 else old_link) if leaf else -1
-            init_header(frame, no, kind, link=link)
-            self.layout.write(frame, keys[bounds[p] : bounds[p + 1]], values[bounds[p] : bounds[p + 1]])
-            self._unfix(no, dirty=True)
+        try:
+            for p, expected in zip(range(1, pieces), new_nos, strict=True):
+                no, frame = self.buffer.new_page(self.file)
+                if no != expected:
+                    raise MinidbError(f"{self.name}: page allocation out of order ({no} != {expected})")
+                link = (no + 1 if p < pieces - 1 else old_link) if leaf else -1
+                init_header(frame, no, kind, link=link)
+                self.layout.write(frame, keys[bounds[p] : bounds[p + 1]], values[bounds[p] : bounds[p + 1]])
+                self._unfix(no, dirty=True)
+        except BaseException:
+            self._unfix(page_no)  # unchanged: the tree still reads as before the split
+            raise
         self.layout.write(page, keys[: bounds[1]], values[: bounds[1]])
         if leaf:
             set_link(page, new_nos[0])
@@ -333,7 +340,9 @@ class BPlusTree:
                 if first_pending() >= len(keys):
                     break
                 nxt = keys[done]
-                if last is None or nxt <= last or last < target:
+                # DuckDB's order (NaN the largest, NaN = NaN): with IEEE comparisons a NaN
+                # key still pending after its leaf never moved on, and the delete never ended
+                if last is None or compare("<=", nxt, last) or compare("<", last, target):
                     leaf_no = link  # the run of equal keys (or the target) may go on
                     continue
                 break
