@@ -82,6 +82,7 @@ WIDE = _table({"k": (pa.float64(), [1.0, 2.0, 3.5]), "s": (pa.string(), ["a", "b
 EMPTY = _table({"k": (pa.int32(), []), "s": (pa.string(), [])}, {"s": 4})
 BIG = _table({"l": (pa.int64(), [4 * 10**18, 4 * 10**18, 4 * 10**18])})
 CANCEL = _table({"l": (pa.int64(), [4 * 10**18, 11, -4 * 10**18])})  # SUM 11, AVG 11 / 3
+MINIMUM = _table({"k": (pa.int32(), [-4]), "i": (pa.int32(), [-(2**31)])})  # ABS(i) overflows
 
 # name -> (tables, how each is stored: single-node kwargs / partitioning, SQL)
 FOUND = {
@@ -124,6 +125,12 @@ FOUND = {
     "scalar_subquery_avg_over_no_rows": (
         {"mix": MIX, "empty": EMPTY}, {"mix": TableDesign(), "empty": TableDesign()},
         "SELECT id, (SELECT AVG(k) FROM empty) FROM mix"),
+    "propagated_abs_overflow_on_a_row_that_joins_nothing": (  # selection propagation copied
+        {"minimum": MINIMUM}, {"minimum": TableDesign()},  # ABS(a.k) > 1 onto b.i
+        "SELECT a.k FROM minimum a JOIN minimum b ON a.k = b.i WHERE ABS(a.k) > 1"),
+    "propagated_cast_out_of_range_on_a_row_that_joins_nothing": (
+        {"minimum": MINIMUM}, {"minimum": TableDesign()},
+        "SELECT a.k FROM minimum a JOIN minimum b ON a.k = b.i WHERE a.k::SMALLINT > 1"),
     "int64_min_literal": (
         {"big": BIG}, {"big": TableDesign()}, "SELECT l FROM big WHERE l > -9223372036854775808"),
 }
