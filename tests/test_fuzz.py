@@ -204,7 +204,9 @@ def test_flagged_sql_only_with_its_flag():
     flagged = " ".join(q.sql() for r in range(20)
                        for q in plan_round(5, r, "single", features_from("all"), 20)[2])
     for construct in ("DISTINCT", "HAVING", " IN (", "LIKE", "CASE", "CAST(", "UNION ALL",
-                      "LEFT JOIN", "IS NULL", "(SELECT"):
+                      "LEFT JOIN", "IS NULL", "(SELECT", "ILIKE", "ESCAPE", " IN (SELECT",
+                      "NOT IN (SELECT", "::", "EXCLUDE (", "INSERT INTO", "UPDATE ", "DELETE FROM",
+                      "CREATE TABLE", "= NULL", "WHERE k > 1000"):
         assert construct not in plain, construct
         assert construct in flagged, construct
     with pytest.raises(ValueError, match="unknown feature"):
@@ -285,3 +287,41 @@ def test_a_broken_engine_is_caught():
     assert execute(Crashes(), con, query).outcome == "raw_exception"
     with minidb.connect() as db:
         assert execute(db, con, Query("SELECT k FROM nowhere")).outcome == "oracle_error"
+
+
+def test_a_change_of_data_is_checked():
+    """A statement that changes data is judged by its count and by the whole table afterwards:
+    an engine that reports the right count but changes nothing, or the wrong rows, is caught."""
+    data = pa.table({"k": pa.array([1, 2, None], pa.int32())})
+    update = Query("UPDATE t SET k = k + 10 WHERE k > 1", tables={"t"}, target="t")
+
+    def fresh():
+        con = duckdb.connect()
+        con.register("t_arrow", data)
+        con.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
+        return con
+
+    class CountsButForgets:  # the right count, no change
+        def __init__(self):
+            self.con = fresh()
+
+        def sql(self, text, hint=None):
+            rows = [(1,)] if text.startswith("UPDATE") else rows_of(self.con.execute(text).fetchall())
+
+            class R:
+                def to_pylist(self):
+                    return rows
+            return R()
+
+    v = execute(CountsButForgets(), fresh(), update)
+    assert v.outcome == "wrong" and "table t" in v.detail
+    with minidb.connect() as db:
+        db.create_table("t", data)
+        con = fresh()
+        assert execute(db, con, update).outcome == "ok"
+        create = Query("CREATE TABLE c0 AS SELECT k FROM t WHERE k IS NOT NULL", tables={"t"},
+                       target="c0", creates=True)
+        assert execute(db, con, create).outcome == "ok"
+        assert "c0" not in db.tables()  # dropped after the check, on both engines
+        assert con.execute("SELECT COUNT(*) FROM information_schema.tables "
+                           "WHERE table_name = 'c0'").fetchone() == (0,)
