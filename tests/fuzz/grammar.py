@@ -26,7 +26,8 @@ Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
 Later flags add ``[NOT] ILIKE``, ``LIKE ... ESCAPE '!'`` (the data then holds '_' and '%'),
 uncorrelated ``x [NOT] IN (SELECT y ...)`` (y may hold NULLs, so NOT IN may be never true),
 ``x::TYPE`` casts, ``* EXCLUDE (...)``, and (flag ``dml``) statements that change data:
-``INSERT INTO t VALUES``, ``INSERT INTO t SELECT * FROM t'`` (one node only, as documented),
+``INSERT INTO t [(columns)] VALUES``, ``INSERT INTO t SELECT * FROM t'`` (one node only, as
+documented),
 ``UPDATE t SET ...`` (often of ``k``, the usual key / partitioning column; to NULL; with a WHERE
 that matches nothing), ``DELETE FROM t [WHERE ...]`` and ``CREATE TABLE cN AS SELECT ...``. A
 change is applied to both engines; the runner compares minidb's count with DuckDB's, then the
@@ -545,7 +546,7 @@ class QueryGenerator:
             return f"{src.ref(col)} {self.rng.choice(['', 'NOT '])}IN ({values})"
         text_cols = [c for c in src.table.columns if c.kind == "char"]
         if text_cols and self.on("like", 0.15):
-            pattern = self.rng.choice(["a%", "%b", "_b%", "%", "a_c", "%o%", "é%"])
+            pattern = self.rng.choice(["a%", "%b", "_b%", "%", "a_c", "%o%", "é%", "_", "__", "%_é"])
             op = "LIKE"
             if self.on("ilike", 0.4):
                 pattern = self.rng.choice([pattern, "A%", "%B", "_B%", "É%", "SS", "ẞ", "%Ω%"])
@@ -647,12 +648,18 @@ class QueryGenerator:
                          target=name, creates=True)
         if kind == "insert_values":
             words = ASCII_WORDS + (UTF8_WORDS if "utf8" in self.features else [])
+            cols = t.columns
+            if "nulls" in self.features and self.rng.random() < 0.3:  # the others get NULL
+                cols = [c for c in t.columns if self.rng.random() < 0.6] or [t.columns[-1]]
+                self.rng.shuffle(cols)
+                self.traits.add("insert_column_list")
             rows = []
             for _ in range(self.rng.randint(1, 4)):
                 vals = [None if "nulls" in self.features and self.rng.random() < 0.15
-                        else _value(self.rng, c, words) for c in t.columns]
+                        else _value(self.rng, c, words) for c in cols]
                 rows.append("(" + ", ".join(map(sql_literal, vals)) + ")")
-            body = f"INSERT INTO {t.name} VALUES {', '.join(rows)}"
+            names = f" ({', '.join(c.name for c in cols)})" if cols is not t.columns else ""
+            body = f"INSERT INTO {t.name}{names} VALUES {', '.join(rows)}"
         elif kind == "insert_select":
             same = [o for o in self.tables if [c.kind for c in o.columns] == [c.kind for c in t.columns]]
             other = self.rng.choice(same)  # the table itself at least
