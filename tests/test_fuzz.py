@@ -131,6 +131,15 @@ FOUND = {
     "propagated_cast_out_of_range_on_a_row_that_joins_nothing": (
         {"minimum": MINIMUM}, {"minimum": TableDesign()},
         "SELECT a.k FROM minimum a JOIN minimum b ON a.k = b.i WHERE a.k::SMALLINT > 1"),
+    "distinct_order_by_parenthesized_expression": (  # "must appear in the SELECT list"
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT DISTINCT (f - 3) FROM mix ORDER BY (f - 3)"),
+    "order_by_scalar_subquery": (  # its answer, 5, was read as the position ORDER BY 5
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT id, f FROM mix ORDER BY (SELECT COUNT(*) FROM mix), f"),
+    "order_by_negated_scalar_subquery": (  # ORDER BY -1: "a position ... between 1 and 2"
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT id, f FROM mix ORDER BY -(SELECT MIN(id) FROM mix), id"),
     "int64_min_literal": (
         {"big": BIG}, {"big": TableDesign()}, "SELECT l FROM big WHERE l > -9223372036854775808"),
 }

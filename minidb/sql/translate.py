@@ -1335,7 +1335,9 @@ class _Select:
                     return name
         text = node.sql(dialect="duckdb")
         for item, (name, _) in zip(select_items, outputs, strict=False):
-            inner = item.this if isinstance(item, exp.Alias) else item
+            # unparenthesized like ``node``: SELECT DISTINCT (g - 3) ... ORDER BY (g - 3) was
+            # refused as ordering by an expression not in the SELECT list (found by the fuzzer)
+            inner = _unparen(item.this if isinstance(item, exp.Alias) else item)
             if not isinstance(inner, exp.Star) and inner.sql(dialect="duckdb") == text:
                 return name
         return None
