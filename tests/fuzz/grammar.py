@@ -76,6 +76,7 @@ FEATURES: dict[str, bool] = {
     "in_subquery": True,  # x [NOT] IN (SELECT y FROM t [WHERE ...]), uncorrelated, NULLs included
     "cast_shorthand": True,  # x::TINYINT / SMALLINT / INTEGER / BIGINT / DOUBLE / VARCHAR
     "exclude": True,  # SELECT * EXCLUDE (c, ...) FROM t
+    "order_by_name": True,  # ORDER BY an output's alias or its expression text, not its position
     # Statements that change data: INSERT VALUES, INSERT SELECT (one node only), UPDATE (also of
     # the key / partitioning column, to NULL, matching no row), DELETE, CREATE TABLE AS SELECT.
     # The runner compares the count and then the whole table with DuckDB's.
@@ -217,6 +218,8 @@ class Query:
     body: str
     order: list[tuple[int, bool]] = field(default_factory=list)  # (1-based output column, desc)
     limit: int | None = None
+    # how ORDER BY names an output column (its alias or expression text) instead of its position
+    order_names: dict[int, str] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     hint: str | None = None  # a planner hint for minidb only ("index", "nested_loops", ...)
     tables: set[str] = field(default_factory=set)  # names of the tables it reads
@@ -228,7 +231,8 @@ class Query:
     def sql(self, with_limit: bool = True) -> str:
         text = self.body
         if self.order:
-            text += " ORDER BY " + ", ".join(f"{p}{' DESC' if d else ''}" for p, d in self.order)
+            text += " ORDER BY " + ", ".join(f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
+                                             for p, d in self.order)
         if with_limit and self.limit is not None:
             text += f" LIMIT {self.limit}"
         return text
@@ -346,6 +350,11 @@ class QueryGenerator:
             self.traits.add("distinct")
         q = Query(text, tables={s.table.name for s in sources})
         self._order_limit(q, len(items))  # ORDER BY positions of the SELECT list
+        if q.order and "*" not in items[0] and self.on("order_by_name", 0.5):
+            for p, _ in q.order:  # the alias, or the expression as written
+                item = items[p - 1]
+                q.order_names[p] = item.rsplit(" AS ", 1)[1] if " AS " in item else item
+            q.traits.add("order_by_name")
         q.hint = self._hint()
         return q
 
