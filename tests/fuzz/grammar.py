@@ -48,6 +48,7 @@ class of bug a failure most likely belongs to.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -353,7 +354,8 @@ class QueryGenerator:
         if q.order and "*" not in items[0] and self.on("order_by_name", 0.5):
             for p, _ in q.order:  # the alias, or the expression as written
                 item = items[p - 1]
-                q.order_names[p] = item.rsplit(" AS ", 1)[1] if " AS " in item else item
+                alias = re.search(r" AS (c\d+)$", item)  # not CAST(x AS BIGINT)'s AS
+                q.order_names[p] = alias.group(1) if alias else item
             q.traits.add("order_by_name")
         q.hint = self._hint()
         return q
