@@ -251,6 +251,9 @@ def test_compare_rejects_wrong_answers():
     assert compare(q, [(5,)], [(None,)], None) is not None  # 0 where SQL says NULL
     assert compare(q, [(2147483647, "x"), (2147483646, "y")],
                    [(2147483646, "y"), (2147483647, "x")], None) is None  # exact ints
+    # whole doubles a unit apart sort apart, also past the 5000 rows of the slow fallback
+    rows = [(2147483646.0, "a"), (2147483647.0, "a")] * 2600
+    assert compare(q, rows, rows[::-1], None) is None
 
 
 def test_compare_order_by_and_limit_ties():
