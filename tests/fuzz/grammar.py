@@ -591,7 +591,11 @@ class QueryGenerator:
 
     def _case(self, sources: list[_Source]) -> str:
         self.traits.add("case")
-        return f"CASE WHEN {self.comparison(sources)} THEN {self.numeric_expr(sources)} " \
+        cond = self.comparison(sources)
+        if self.on("in_subquery", 0.2) and not self.no_subqueries:  # IN (SELECT ...) as a value
+            src = self.rng.choice(sources)
+            cond = self._in_subquery(src, self.rng.choice(src.table.columns))
+        return f"CASE WHEN {cond} THEN {self.numeric_expr(sources)} " \
             f"ELSE {sql_literal(self.rng.randint(-3, 3))} END"
 
     def _cast(self, sources: list[_Source]) -> str:
