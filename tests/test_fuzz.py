@@ -82,6 +82,7 @@ WIDE = _table({"k": (pa.float64(), [1.0, 2.0, 3.5]), "s": (pa.string(), ["a", "b
 EMPTY = _table({"k": (pa.int32(), []), "s": (pa.string(), [])}, {"s": 4})
 BIG = _table({"l": (pa.int64(), [4 * 10**18, 4 * 10**18, 4 * 10**18])})
 CANCEL = _table({"l": (pa.int64(), [4 * 10**18, 11, -4 * 10**18])})  # SUM 11, AVG 11 / 3
+MINIMUM = _table({"k": (pa.int32(), [-4]), "i": (pa.int32(), [-(2**31)])})  # ABS(i) overflows
 
 # name -> (tables, how each is stored: single-node kwargs / partitioning, SQL)
 FOUND = {
@@ -124,6 +125,21 @@ FOUND = {
     "scalar_subquery_avg_over_no_rows": (
         {"mix": MIX, "empty": EMPTY}, {"mix": TableDesign(), "empty": TableDesign()},
         "SELECT id, (SELECT AVG(k) FROM empty) FROM mix"),
+    "propagated_abs_overflow_on_a_row_that_joins_nothing": (  # selection propagation copied
+        {"minimum": MINIMUM}, {"minimum": TableDesign()},  # ABS(a.k) > 1 onto b.i
+        "SELECT a.k FROM minimum a JOIN minimum b ON a.k = b.i WHERE ABS(a.k) > 1"),
+    "propagated_cast_out_of_range_on_a_row_that_joins_nothing": (
+        {"minimum": MINIMUM}, {"minimum": TableDesign()},
+        "SELECT a.k FROM minimum a JOIN minimum b ON a.k = b.i WHERE a.k::SMALLINT > 1"),
+    "distinct_order_by_parenthesized_expression": (  # "must appear in the SELECT list"
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT DISTINCT (f - 3) FROM mix ORDER BY (f - 3)"),
+    "order_by_scalar_subquery": (  # its answer, 5, was read as the position ORDER BY 5
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT id, f FROM mix ORDER BY (SELECT COUNT(*) FROM mix), f"),
+    "order_by_negated_scalar_subquery": (  # ORDER BY -1: "a position ... between 1 and 2"
+        {"mix": MIX}, {"mix": TableDesign()},
+        "SELECT id, f FROM mix ORDER BY -(SELECT MIN(id) FROM mix), id"),
     "int64_min_literal": (
         {"big": BIG}, {"big": TableDesign()}, "SELECT l FROM big WHERE l > -9223372036854775808"),
 }
@@ -197,7 +213,9 @@ def test_flagged_sql_only_with_its_flag():
     flagged = " ".join(q.sql() for r in range(20)
                        for q in plan_round(5, r, "single", features_from("all"), 20)[2])
     for construct in ("DISTINCT", "HAVING", " IN (", "LIKE", "CASE", "CAST(", "UNION ALL",
-                      "LEFT JOIN", "IS NULL", "(SELECT"):
+                      "LEFT JOIN", "IS NULL", "(SELECT", "ILIKE", "ESCAPE", " IN (SELECT",
+                      "NOT IN (SELECT", "::", "EXCLUDE (", "INSERT INTO", "UPDATE ", "DELETE FROM",
+                      "CREATE TABLE", "= NULL", "WHERE k > 1000"):
         assert construct not in plain, construct
         assert construct in flagged, construct
     with pytest.raises(ValueError, match="unknown feature"):
@@ -233,6 +251,9 @@ def test_compare_rejects_wrong_answers():
     assert compare(q, [(5,)], [(None,)], None) is not None  # 0 where SQL says NULL
     assert compare(q, [(2147483647, "x"), (2147483646, "y")],
                    [(2147483646, "y"), (2147483647, "x")], None) is None  # exact ints
+    # whole doubles a unit apart sort apart, also past the 5000 rows of the slow fallback
+    rows = [(2147483646.0, "a"), (2147483647.0, "a")] * 2600
+    assert compare(q, rows, rows[::-1], None) is None
 
 
 def test_compare_order_by_and_limit_ties():
@@ -278,3 +299,41 @@ def test_a_broken_engine_is_caught():
     assert execute(Crashes(), con, query).outcome == "raw_exception"
     with minidb.connect() as db:
         assert execute(db, con, Query("SELECT k FROM nowhere")).outcome == "oracle_error"
+
+
+def test_a_change_of_data_is_checked():
+    """A statement that changes data is judged by its count and by the whole table afterwards:
+    an engine that reports the right count but changes nothing, or the wrong rows, is caught."""
+    data = pa.table({"k": pa.array([1, 2, None], pa.int32())})
+    update = Query("UPDATE t SET k = k + 10 WHERE k > 1", tables={"t"}, target="t")
+
+    def fresh():
+        con = duckdb.connect()
+        con.register("t_arrow", data)
+        con.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
+        return con
+
+    class CountsButForgets:  # the right count, no change
+        def __init__(self):
+            self.con = fresh()
+
+        def sql(self, text, hint=None):
+            rows = [(1,)] if text.startswith("UPDATE") else rows_of(self.con.execute(text).fetchall())
+
+            class R:
+                def to_pylist(self):
+                    return rows
+            return R()
+
+    v = execute(CountsButForgets(), fresh(), update)
+    assert v.outcome == "wrong" and "table t" in v.detail
+    with minidb.connect() as db:
+        db.create_table("t", data)
+        con = fresh()
+        assert execute(db, con, update).outcome == "ok"
+        create = Query("CREATE TABLE c0 AS SELECT k FROM t WHERE k IS NOT NULL", tables={"t"},
+                       target="c0", creates=True)
+        assert execute(db, con, create).outcome == "ok"
+        assert "c0" not in db.tables()  # dropped after the check, on both engines
+        assert con.execute("SELECT COUNT(*) FROM information_schema.tables "
+                           "WHERE table_name = 'c0'").fetchone() == (0,)

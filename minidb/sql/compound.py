@@ -175,7 +175,10 @@ def select_statement(catalog: Catalog, tree: exp.Expression) -> SelectQuery | Un
         copy = tree.copy()
         targets = [_follow(copy, path) for path in paths]
         for (kind, _), node, answer in zip(found, targets, answers, strict=True):
-            node.replace(_scalar_literal(answer) if kind == "scalar" else _in_condition(node, answer))
+            if kind == "scalar":
+                node.replace(_order_safe(node, _scalar_literal(answer)))
+            else:
+                node.replace(_in_condition(node, answer))
         return _Select(catalog, copy).build()
 
     preview = finish([_stand_in(sub) for sub in subqueries])
@@ -284,6 +287,14 @@ def _scalar_literal(value) -> exp.Expression:
     if isinstance(value, float):
         return exp.Literal.number(repr(value))
     return exp.Literal.number(int(value))
+
+
+def _order_safe(node: exp.Expression, value: exp.Expression) -> exp.Expression:
+    """``value`` in parentheses where ``node`` is in an ORDER BY term: ``ORDER BY (SELECT
+    COUNT(*) ...)`` sorts by a constant, but its answer written bare, ``ORDER BY 2``, would
+    sort by the second output column, and ``ORDER BY 0`` or ``ORDER BY -(0)`` was refused as a
+    position (found by the fuzzer)."""
+    return exp.Paren(this=value) if node.find_ancestor(exp.Ordered) is not None else value
 
 
 def _in_condition(node: exp.In, values) -> exp.Expression:

@@ -754,6 +754,14 @@ def _decimal_aggregate(node: exp.Expression) -> bool:
     return False
 
 
+def _may_raise(term: exp.Expression) -> bool:
+    """Whether evaluating ``term`` may raise on some value of its column: ABS and integer
+    ``+ - *`` may overflow, ``%`` may divide by zero, a CAST may be out of range. Selection
+    propagation does not copy such a term to another table (found by the fuzzer:
+    ``a.k = b.i AND ABS(a.k) > 1`` raised on b's int32 minimum, which joins nothing)."""
+    return term.find(exp.Abs, exp.Cast, exp.Mod, exp.Add, exp.Sub, exp.Mul) is not None
+
+
 def construct_name(node: exp.Expression) -> str:
     """A readable name for an unsupported piece of SQL."""
     table = [
@@ -1043,7 +1051,10 @@ class _Select:
         is added to the other table's filters and fewer of its tuples are read into the join.
         ``B.x < 10 AND A.x = B.x`` gives ``A.x < 10``. Only conjuncts over that one column,
         with no subquery and nothing random, are copied; a copy that does not type-check is
-        left out. Chains (``A.x = B.x = C.x``) propagate table by table. Returns the added
+        left out, and so is one that may raise on a value (``_may_raise``): the other table's
+        column holds values that never join, and an error on one of them (``ABS`` of int32's
+        minimum, a CAST out of range, an overflowing product) would fail a query whose answer
+        SQL defines. Chains (``A.x = B.x = C.x``) propagate table by table. Returns the added
         conjuncts as text, for ``explain()``."""
         scope = self.scope
         seen = {(i, term.sql(dialect="duckdb")) for i, term in single}
@@ -1051,7 +1062,8 @@ class _Select:
         pending = list(single)
         while pending:
             i, term = pending.pop(0)
-            if term.find(exp.Subquery, exp.Select, exp.Rand, exp.Anonymous) is not None:
+            if term.find(exp.Subquery, exp.Select, exp.Rand, exp.Anonymous) is not None \
+                    or _may_raise(term):
                 continue
             columns = list(term.find_all(exp.Column))
             if not columns or len({scope.resolve(c) for c in columns}) != 1:
@@ -1323,7 +1335,9 @@ class _Select:
                     return name
         text = node.sql(dialect="duckdb")
         for item, (name, _) in zip(select_items, outputs, strict=False):
-            inner = item.this if isinstance(item, exp.Alias) else item
+            # unparenthesized like ``node``: SELECT DISTINCT (g - 3) ... ORDER BY (g - 3) was
+            # refused as ordering by an expression not in the SELECT list (found by the fuzzer)
+            inner = _unparen(item.this if isinstance(item, exp.Alias) else item)
             if not isinstance(inner, exp.Star) and inner.sql(dialect="duckdb") == text:
                 return name
         return None

@@ -23,6 +23,17 @@ Queries (``QueryGenerator``), inside the subset of ``minidb/sql/translate.py``:
 * ORDER BY output positions ASC / DESC, LIMIT;
 * a planner hint now and then (``scan``, ``index``, ``nested_loops``, ...), for minidb only.
 
+Later flags add ``[NOT] ILIKE``, ``LIKE ... ESCAPE '!'`` (the data then holds '_' and '%'),
+uncorrelated ``x [NOT] IN (SELECT y ...)`` (y may hold NULLs, so NOT IN may be never true),
+``x::TYPE`` casts, ``* EXCLUDE (...)``, and (flag ``dml``) statements that change data:
+``INSERT INTO t [(columns)] VALUES``, ``INSERT INTO t SELECT * FROM t'`` (one node only, as
+documented),
+``UPDATE t SET ...`` (often of ``k``, the usual key / partitioning column; to NULL; with a WHERE
+that matches nothing), ``DELETE FROM t [WHERE ...]`` and ``CREATE TABLE cN AS SELECT ...``. A
+change is applied to both engines; the runner compares minidb's count with DuckDB's, then the
+whole table (``Query.target``), and later queries of the round see the changed tables.
+UPDATE and DELETE conditions hold no subqueries (minidb refuses them there).
+
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
 parallel joins) is generated only when its flag is on. ``FEATURES`` below is the one place that
@@ -37,6 +48,7 @@ class of bug a failure most likely belongs to.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -60,6 +72,16 @@ FEATURES: dict[str, bool] = {
     # hash join on one equality before; off, parallel queries keep to that).
     "parallel_multiway_join": True,
     "group_by_expression": True,  # GROUP BY x % 3, LOWER(s), f * 2 (the same text in SELECT)
+    "ilike": True,  # s [NOT] ILIKE 'A%' (case-insensitive LIKE)
+    "like_escape": True,  # s LIKE 'a!_%' ESCAPE '!' (and the data holds '_' and '%')
+    "in_subquery": True,  # x [NOT] IN (SELECT y FROM t [WHERE ...]), uncorrelated, NULLs included
+    "cast_shorthand": True,  # x::TINYINT / SMALLINT / INTEGER / BIGINT / DOUBLE / VARCHAR
+    "exclude": True,  # SELECT * EXCLUDE (c, ...) FROM t
+    "order_by_name": True,  # ORDER BY an output's alias or its expression text, not its position
+    # Statements that change data: INSERT VALUES, INSERT SELECT (one node only), UPDATE (also of
+    # the key / partitioning column, to NULL, matching no row), DELETE, CREATE TABLE AS SELECT.
+    # The runner compares the count and then the whole table with DuckDB's.
+    "dml": True,
 }
 
 
@@ -91,6 +113,7 @@ INT64_EXTREMES = [INT64_MAX, INT64_MIN, 4 * 10**18, -4 * 10**18, 2**62, 3_000_00
 FLOAT_SPECIALS = [-10.5, -10.0, -2.25, -0.5, 0.0, 0.5, 3.0, 4.5, 5.0, 5.5, 7.25, 1e9, -1e9]
 ASCII_WORDS = ["a", "b", "ab", "abc", "B", "zz", "x y", "shoe", "toy", ""]
 UTF8_WORDS = ["é", "日本", "naïve", "ß", "Ωmega"]
+ESCAPE_WORDS = ["a_b", "50%", "a%b", "!x"]  # LIKE's wildcards (and an escape) as plain text
 
 
 @dataclass
@@ -160,7 +183,8 @@ def _columns(rng: random.Random, words: list[str]) -> list[ColumnSpec]:
 
 def random_table(rng: random.Random, name: str, features: frozenset[str]) -> TableSpec:
     """A table of 0 to a few hundred rows (one row, empty and small are frequent)."""
-    words = ASCII_WORDS + (UTF8_WORDS if "utf8" in features else [])
+    words = ASCII_WORDS + (UTF8_WORDS if "utf8" in features else []) \
+        + (ESCAPE_WORDS if "like_escape" in features else [])
     cols = _columns(rng, words)
     n = rng.choice([0, 1, 1, 2, 3, 5, 8, 13, 20, 30, 50, 80, 120, 300])
     null_rate = rng.choice([0.0, 0.1, 0.3]) if "nulls" in features else 0.0
@@ -195,14 +219,21 @@ class Query:
     body: str
     order: list[tuple[int, bool]] = field(default_factory=list)  # (1-based output column, desc)
     limit: int | None = None
+    # how ORDER BY names an output column (its alias or expression text) instead of its position
+    order_names: dict[int, str] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     hint: str | None = None  # a planner hint for minidb only ("index", "nested_loops", ...)
     tables: set[str] = field(default_factory=set)  # names of the tables it reads
+    # A statement that changes data (flag ``dml``): the table whose whole contents are compared
+    # with DuckDB's afterwards (for CREATE TABLE AS, the new table, dropped after the check).
+    target: str | None = None
+    creates: bool = False
 
     def sql(self, with_limit: bool = True) -> str:
         text = self.body
         if self.order:
-            text += " ORDER BY " + ", ".join(f"{p}{' DESC' if d else ''}" for p, d in self.order)
+            text += " ORDER BY " + ", ".join(f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
+                                             for p, d in self.order)
         if with_limit and self.limit is not None:
             text += f" LIMIT {self.limit}"
         return text
@@ -231,6 +262,11 @@ class QueryGenerator:
         self.traits: set[str] = set()
         # one join equality per query, unless the parallel engine is known to do more
         self.one_equality = parallel and "parallel_multiway_join" not in features
+        self.parallel = parallel
+        self.created = 0  # CREATE TABLE AS statements so far (their tables are c0, c1, ...)
+        # minidb refuses subqueries in UPDATE / DELETE conditions (INSERT ... SELECT and CREATE
+        # TABLE AS take them): none are generated there
+        self.no_subqueries = False
 
     def on(self, flag: str, p: float = 0.15) -> bool:
         """True with probability ``p`` when the feature ``flag`` is switched on."""
@@ -244,7 +280,9 @@ class QueryGenerator:
         self.distinct_argument: ColumnSpec | None = None
         self.distinct_ref = ""
         r = self.rng.random()
-        if self.on("union_all", 0.08):
+        if self.on("dml", 0.12):
+            q = self._dml()
+        elif self.on("union_all", 0.08):
             q = self._union_all()
         elif r < 0.45:
             q = self._select(self._from_one())
@@ -313,6 +351,12 @@ class QueryGenerator:
             self.traits.add("distinct")
         q = Query(text, tables={s.table.name for s in sources})
         self._order_limit(q, len(items))  # ORDER BY positions of the SELECT list
+        if q.order and "*" not in items[0] and self.on("order_by_name", 0.5):
+            for p, _ in q.order:  # the alias, or the expression as written
+                item = items[p - 1]
+                alias = re.search(r" AS (c\d+)$", item)  # not CAST(x AS BIGINT)'s AS
+                q.order_names[p] = alias.group(1) if alias else item
+            q.traits.add("order_by_name")
         q.hint = self._hint()
         return q
 
@@ -332,6 +376,11 @@ class QueryGenerator:
 
     # -- SELECT lists -------------------------------------------------------------------------------
     def _plain_items(self, sources: list[_Source]) -> list[str]:
+        if len(sources) == 1 and len(sources[0].table.columns) > 1 and self.on("exclude", 0.1):
+            cols = sources[0].table.columns
+            gone = self.rng.sample(cols, self.rng.randint(1, len(cols) - 1))
+            self.traits.add("exclude")
+            return [f"* EXCLUDE ({', '.join(c.name for c in gone)})"]
         if self.rng.random() < 0.1:  # every column (of every table, or of one: "a.*")
             src = self.rng.choice(sources)
             return [f"{src.alias}.*" if src.qualify and self.rng.random() < 0.5 else "*"]
@@ -508,11 +557,23 @@ class QueryGenerator:
             return f"{src.ref(col)} {self.rng.choice(['', 'NOT '])}IN ({values})"
         text_cols = [c for c in src.table.columns if c.kind == "char"]
         if text_cols and self.on("like", 0.15):
-            pattern = self.rng.choice(["a%", "%b", "_b%", "%", "a_c", "%o%", "é%"])
+            pattern = self.rng.choice(["a%", "%b", "_b%", "%", "a_c", "%o%", "é%", "_", "__", "%_é"])
+            op = "LIKE"
+            if self.on("ilike", 0.4):
+                pattern = self.rng.choice([pattern, "A%", "%B", "_B%", "É%", "SS", "ẞ", "%Ω%"])
+                op = "ILIKE"
+                self.traits.add("ilike")
+            escape = ""
+            if self.on("like_escape", 0.4):
+                pattern = self.rng.choice(["a!_b", "%!%", "50!%", "a!%%", "!!x", "%!_%", "a!_%"])
+                escape = " ESCAPE '!'"
+                self.traits.add("like_escape")
             self.traits.add("like")
-            return f"{src.ref(self.rng.choice(text_cols))} {self.rng.choice(['', 'NOT '])}LIKE " \
-                f"{sql_literal(pattern)}"
-        if self.on("scalar_subquery", 0.08) and col.numeric:
+            return f"{src.ref(self.rng.choice(text_cols))} {self.rng.choice(['', 'NOT '])}{op} " \
+                f"{sql_literal(pattern)}{escape}"
+        if self.on("in_subquery", 0.1) and not self.no_subqueries:
+            return self._in_subquery(src, col)
+        if self.on("scalar_subquery", 0.08) and col.numeric and not self.no_subqueries:
             return f"{src.ref(col)} {self.rng.choice(['<', '>=', '='])} {self._scalar_subquery()}"
         return None
 
@@ -530,13 +591,26 @@ class QueryGenerator:
 
     def _case(self, sources: list[_Source]) -> str:
         self.traits.add("case")
-        return f"CASE WHEN {self.comparison(sources)} THEN {self.numeric_expr(sources)} " \
+        cond = self.comparison(sources)
+        if self.on("in_subquery", 0.2) and not self.no_subqueries:  # IN (SELECT ...) as a value
+            src = self.rng.choice(sources)
+            cond = self._in_subquery(src, self.rng.choice(src.table.columns))
+        return f"CASE WHEN {cond} THEN {self.numeric_expr(sources)} " \
             f"ELSE {sql_literal(self.rng.randint(-3, 3))} END"
 
     def _cast(self, sources: list[_Source]) -> str:
         src = self.rng.choice(sources)
         col = self.rng.choice(src.table.columns)
         self.traits.add("cast")
+        if self.on("cast_shorthand", 0.5):  # x::TYPE, and more target types
+            self.traits.add("cast_shorthand")
+            if col.kind == "char":
+                return f"{src.ref(col)}::VARCHAR"
+            targets = ["DOUBLE", "VARCHAR"] + ([] if col.wide else ["BIGINT", "INTEGER", "SMALLINT"])
+            target = self.rng.choice(targets)
+            if target == "VARCHAR":
+                self.traits.add("cast_to_text")
+            return f"{src.ref(col)}::{target}"
         if col.kind == "char":
             return f"CAST({src.ref(col)} AS VARCHAR)"
         target = "BIGINT" if col.kind == "float64" and not col.wide else "DOUBLE"
@@ -549,6 +623,117 @@ class QueryGenerator:
         self.subquery_tables.add(t.name)
         func = self.rng.choice(["MIN", "MAX", "AVG", "COUNT"])
         return f"(SELECT {func}({col.name}) FROM {t.name})"
+
+    def _in_subquery(self, src: _Source, col: ColumnSpec) -> str:
+        """``x [NOT] IN (SELECT y FROM t [WHERE ...])``, uncorrelated; ``y`` of the same kind of
+        type as ``x`` (numeric or text), and may hold NULLs (NOT IN is then never true)."""
+        t = self.rng.choice(self.tables)
+        cols = [c for c in t.columns if c.numeric == col.numeric] or [t.column("k")]
+        if not col.numeric and not any(not c.numeric for c in t.columns):
+            col = src.table.column("k")
+        inner = self.rng.choice(cols)
+        where = ""
+        if self.rng.random() < 0.5:
+            c = self.rng.choice(t.columns)
+            where = f" WHERE {c.name} {self.rng.choice(['<', '>=', '<>'])} " \
+                f"{sql_literal(self.literal_for(c))}"
+        self.traits.add("in_subquery")
+        self.subquery_tables.add(t.name)
+        neg = self.rng.choice(["", "NOT "])
+        if neg:
+            self.traits.add("not_in_subquery")
+        return f"{src.ref(col)} {neg}IN (SELECT {inner.name} FROM {t.name}{where})"
+
+    # -- statements that change data (flag ``dml``) --------------------------------------------------
+    def _dml(self) -> Query:
+        """INSERT VALUES / INSERT SELECT / UPDATE / DELETE on one of the round's tables, or
+        CREATE TABLE cN AS SELECT; the runner compares the whole table afterwards."""
+        t = self.rng.choice(self.tables)
+        src = _Source(t, t.name, False)
+        kinds = ["insert_values", "update", "update", "update", "delete", "create"]
+        if not self.parallel:  # the parallel engine refuses INSERT ... SELECT (docs/sql.md)
+            kinds.append("insert_select")
+        kind = self.rng.choice(kinds)
+        self.traits |= {"dml", kind}
+        if kind == "create":
+            q = self._select(self.rng.choice([self._from_one, self._from_join])())
+            name = f"c{self.created}"
+            self.created += 1
+            return Query(f"CREATE TABLE {name} AS {q.body}", traits=q.traits, tables=q.tables,
+                         target=name, creates=True)
+        if kind == "insert_values":
+            words = ASCII_WORDS + (UTF8_WORDS if "utf8" in self.features else [])
+            cols = t.columns
+            if "nulls" in self.features and self.rng.random() < 0.3:  # the others get NULL
+                cols = [c for c in t.columns if self.rng.random() < 0.6] or [t.columns[-1]]
+                self.rng.shuffle(cols)
+                self.traits.add("insert_column_list")
+            rows = []
+            for _ in range(self.rng.randint(1, 4)):
+                vals = [None if "nulls" in self.features and self.rng.random() < 0.15
+                        else _value(self.rng, c, words) for c in cols]
+                rows.append("(" + ", ".join(map(sql_literal, vals)) + ")")
+            names = f" ({', '.join(c.name for c in cols)})" if cols is not t.columns else ""
+            body = f"INSERT INTO {t.name}{names} VALUES {', '.join(rows)}"
+        elif kind == "insert_select":
+            same = [o for o in self.tables if [c.kind for c in o.columns] == [c.kind for c in t.columns]]
+            other = self.rng.choice(same)  # the table itself at least
+            where = f" WHERE {self.predicate([_Source(other, other.name, False)])}" \
+                if self.rng.random() < 0.6 else ""
+            body = f"INSERT INTO {t.name} SELECT * FROM {other.name}{where}"
+            self.subquery_tables.add(other.name)
+        elif kind == "delete":
+            body = f"DELETE FROM {t.name}{self._dml_where(src)}"
+        else:
+            cols = self.rng.sample(t.columns, min(len(t.columns), self.rng.choice([1, 1, 2])))
+            if self.rng.random() < 0.4 and t.column("k") not in cols:
+                cols[0] = t.column("k")  # the join key: often the partitioning / hash key
+            sets = ", ".join(f"{c.name} = {self._new_value(src, c)}" for c in cols)
+            body = f"UPDATE {t.name} SET {sets}{self._dml_where(src)}"
+        return Query(body, tables={t.name}, target=t.name)
+
+    def _dml_where(self, src: _Source) -> str:
+        r = self.rng.random()
+        if r < 0.15:
+            return ""
+        if r < 0.25:
+            self.traits.add("dml_no_match")
+            return " WHERE k > 1000"
+        self.no_subqueries = True
+        try:
+            return f" WHERE {self.predicate([src])}"
+        finally:
+            self.no_subqueries = False
+
+    def _new_value(self, src: _Source, col: ColumnSpec) -> str:
+        """A value for ``SET col = ...`` that fits the column: NULL, a literal like the data's,
+        the column changed a little, or another column of a type that converts without loss."""
+        r = self.rng.random()
+        if r < 0.15 and "nulls" in self.features:
+            self.traits.add("set_null")
+            return "NULL"
+        words = ASCII_WORDS + (UTF8_WORDS if "utf8" in self.features else [])
+        if r < 0.45:
+            return sql_literal(_value(self.rng, ColumnSpec(col.name, col.kind, wide=False), words))
+        casts = [c for c in src.table.columns if c.numeric and not c.wide
+                 and (col.kind == "char" or c.kind == "float64")]
+        if casts and self.on("cast_shorthand", 0.2):  # SET s = i::VARCHAR, SET i = f::INTEGER
+            self.traits.add("cast_shorthand")
+            target = {"char": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT"}.get(col.kind, "DOUBLE")
+            return f"{self.rng.choice(casts).name}::{target}"
+        if col.kind == "char":
+            others = [c for c in src.table.columns if c.kind == "char"]
+            other = self.rng.choice(others).name
+            return self.rng.choice([other, f"LOWER({other})", f"UPPER({other})"])
+        fits = {"int32": ("int32",), "int64": ("int32", "int64"),
+                "float64": ("int32", "int64", "float64")}[col.kind]
+        others = [c for c in src.table.columns if c.kind in fits and not c.wide]
+        if col.wide or not others or self.rng.random() < 0.3:
+            return src.ref(self.rng.choice([c for c in src.table.columns if c.kind in fits]))
+        other = self.rng.choice(others).name
+        self.traits.add("arithmetic")
+        op = self.rng.choice(["+", "-", "*"]) if col.kind != "float64" else self.rng.choice(["+", "*", "/"])
+        return f"{other} {op} {self.rng.choice([1, 2, 3, -1])}"
 
     def _union_all(self) -> Query:
         """SELECT one column of one table UNION ALL the same kind of column of another."""

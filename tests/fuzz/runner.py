@@ -8,7 +8,10 @@ configuration kinds (``single``, ``parallel``, ``ray``). One round:
    (all before running any, so a query's text never depends on an answer);
 2. loads the tables into DuckDB and into minidb (a failure to load is one execution);
 3. runs each query on both and classifies the execution (``OUTCOMES``; a hint that cannot be
-   followed is dropped and the query run again);
+   followed is dropped and the query run again); a statement that changes data is judged by its
+   count and the whole table afterwards (``execute_change``), the round's tables follow the
+   change (so a later failure's reproduction starts from the changed data), and a failing change
+   ends the round (the engines' tables may differ from then on);
 4. shrinks the first failures of each class (drops rows of the tables while the failure stays
    the same) so the reproduction printed is small.
 """
@@ -97,6 +100,8 @@ def run_on_minidb(db, query: Query) -> Verdict | list[tuple]:
 
 def execute(db, con: duckdb.DuckDBPyConnection, query: Query) -> Verdict:
     """Run ``query`` on both engines and judge minidb's answer."""
+    if query.target is not None:
+        return execute_change(db, con, query)
     try:
         want = rows_of(con.execute(query.sql()).fetchall())
         unlimited = rows_of(con.execute(query.sql(with_limit=False)).fetchall()) \
@@ -106,12 +111,60 @@ def execute(db, con: duckdb.DuckDBPyConnection, query: Query) -> Verdict:
     got = run_on_minidb(db, query)
     if isinstance(got, Verdict):
         got.want = want
-        if got.detail.startswith("NumericOverflowError") and \
-                (_beyond_int64(want) or _beyond_int64([_numbers_in(got.detail)])):
+        if _documented_overflow(got, want):
             got.outcome = "overflow"  # minidb's documented answer to a SUM beyond 64 bits
         return got
     why = compare(query, got, want, unlimited)
     return Verdict("ok" if why is None else "wrong", why or "", got, want)
+
+
+def execute_change(db, con: duckdb.DuckDBPyConnection, query: Query) -> Verdict:
+    """A statement that changes data (INSERT, UPDATE, DELETE, CREATE TABLE AS): run on both, then
+    compare minidb's count of rows changed (its one-row answer) with DuckDB's, and the whole
+    target table's contents as bags. A CREATE TABLE AS table is dropped on both afterwards."""
+    try:
+        want_count = rows_of(con.execute(query.sql()).fetchall())
+    except duckdb.Error as e:
+        return Verdict("oracle_error", f"{type(e).__name__}: {str(e).splitlines()[0]}")
+    table = f"SELECT * FROM {query.target}"
+    want = rows_of(con.execute(table).fetchall())
+    try:
+        got_count = run_on_minidb(db, Query(query.sql()))
+        if isinstance(got_count, Verdict):
+            got_count.want = want_count
+            if _documented_overflow(got_count, want):  # CREATE TABLE AS SELECT SUM(...)
+                got_count.outcome = "overflow"
+            return got_count
+        if got_count and got_count != want_count:
+            return Verdict("wrong", f"count {got_count} instead of {want_count}", got_count,
+                           want_count)
+        got = run_on_minidb(db, Query(table))
+        if isinstance(got, Verdict):
+            got.want = want
+            return got
+        why = compare(Query(table, traits=query.traits), got, want, None)
+        return Verdict("ok" if why is None else "wrong",
+                       "" if why is None else f"table {query.target} after the statement: {why}",
+                       got, want)
+    finally:
+        if query.creates:
+            con.execute(f"DROP TABLE IF EXISTS {query.target}")
+            if query.target in _tables_of(db):
+                db.drop_table(query.target)
+
+
+def _tables_of(db) -> set[str]:
+    try:
+        return set(db.tables())
+    except Exception:  # noqa: BLE001
+        return set()
+
+
+def _documented_overflow(got: Verdict, want: list[tuple]) -> bool:
+    """minidb raised NumericOverflowError for a number beyond int64 (in SQL's answer, or in
+    the message: a SUM that a HAVING then drops)."""
+    return got.detail.startswith("NumericOverflowError") and \
+        (_beyond_int64(want) or _beyond_int64([_numbers_in(got.detail)]))
 
 
 def _beyond_int64(rows: list[tuple]) -> bool:
@@ -232,6 +285,9 @@ def run_round(stats: Stats, seed: int, round_no: int, kind: str, features: froze
     try:
         for qi, query in enumerate(plan):
             if only_query is not None and qi != only_query:
+                if qi < only_query and query.target is not None:  # replay the data's changes
+                    execute(db, con, query)
+                    tables = _current(con, tables, query)
                 continue
             v = execute(db, con, query)
             stats.count(config, v.outcome)
@@ -239,9 +295,23 @@ def run_round(stats: Stats, seed: int, round_no: int, kind: str, features: froze
                 needed = [t for t in tables if t.name in query.tables]
                 _record(stats, Failure(v.outcome, config, needed, query, v.detail, v.got, v.want,
                                        f"{seed}:{kind}:{round_no}:{qi}", features=features))
+                if query.target is not None:
+                    break  # the two engines' tables may differ now: the rest would only echo it
+            if query.target is not None and not query.creates and v.outcome != "oracle_error":
+                # the data changed: later failures (and their reproductions) start from here
+                tables = _current(con, tables, query)
     finally:
         _close(db)
         con.close()
+
+
+def _current(con: duckdb.DuckDBPyConnection, tables: list[TableSpec], query: Query,
+             ) -> list[TableSpec]:
+    """``tables`` with the rows DuckDB holds after ``query`` changed its target."""
+    if query.creates:
+        return tables
+    return [t.with_rows(rows_of(con.execute(f"SELECT * FROM {t.name}").fetchall()))
+            if t.name == query.target else t for t in tables]
 
 
 def _record(stats: Stats, failure: Failure) -> None:
@@ -309,6 +379,8 @@ def reproduction(f: Failure) -> str:
         lines.append(f"# traits: {', '.join(sorted(f.query.traits))}")
     hint = f", hint={f.query.hint!r}" if f.query.hint else ""
     lines.append(f"db.sql({f.query.sql()!r}{hint}).to_pylist()")
+    if f.query.target is not None:  # a change of data: what is compared is the table after it
+        lines.append(f"db.sql('SELECT * FROM {f.query.target}').to_pylist()")
     lines.append(f"# minidb: {_show(f.got) if f.got is not None else f.detail}")
     lines.append(f"# duckdb: {_show(f.want)}")
     if f.outcome == "wrong":
