@@ -82,6 +82,7 @@ from minidb.catalog import (
 from minidb.errors import MinidbError, MinidbWarning
 from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
+from minidb.sql.compound import inline_subqueries
 from minidb.sql.distribute import is_distribute
 from minidb.sql.execute import run
 from minidb.sql.hints import check_join_choice, parse_hints, split_hint_comment, with_default_join
@@ -114,12 +115,16 @@ class ResultRows:
 
     def to_arrow(self) -> pa.Table:
         """The result tuples as an Arrow table (the internal ``_rid`` column is never shown)."""
-        names = [n for n in self._schema.names if n != RID]
-        schema = self._schema if len(names) == len(self._schema.names) else self._schema.project(names)
-        records = self._records
-        if len(names) != len(self._schema.names):
-            records = schema.gather(self._records)
+        schema, records = self._shown()
         return schema.arrow_from_records(records)
+
+    def _shown(self) -> tuple[Schema, np.ndarray]:
+        """The result's schema and records without the internal ``_rid`` column."""
+        names = [n for n in self._schema.names if n != RID]
+        if len(names) == len(self._schema.names):
+            return self._schema, self._records
+        schema = self._schema.project(names)
+        return schema, schema.gather(self._records)
 
     def to_pylist(self) -> list[tuple]:
         table = self.to_arrow()
@@ -452,6 +457,8 @@ class Database:
         """Run one SQL statement. ``hint`` (or a leading ``/*+ ... */`` comment) overrides the
         planner: "scan", "index", "clustered_index", "hash_join", "nested_loops"."""
         with self._engine:  # a transaction of another thread may be running a statement
+            if isinstance(text, str):  # an UPDATE / DELETE runs its subqueries first
+                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q, None)._shown())
             return self._sql(text, hint)
 
     def begin(self, access: str = "stable", lock_timeout: float | None = None) -> Transaction:

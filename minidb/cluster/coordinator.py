@@ -104,6 +104,7 @@ from minidb.parallel.partitioners import (
     RoundRobin,
     parse_partitioning,
 )
+from minidb.sql.compound import inline_subqueries
 from minidb.sql.distribute import DistributeStatement, is_distribute, parse_distribute
 from minidb.sql.hints import (
     check_join_choice,
@@ -481,6 +482,8 @@ class ParallelDatabase:
         """Run one statement of the parallel subset (see the module docstring). Statements of
         several threads run one at a time; outside a transaction a statement takes no locks."""
         with self._engine:  # a transaction of another thread may be running a statement
+            if isinstance(text, str):  # an UPDATE / DELETE runs its subqueries first
+                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q)._shown())
             return self._sql(text, hint)
 
     def begin(self, access: str = "stable", lock_timeout: float | None = None):

@@ -238,6 +238,9 @@ class ParallelTransaction(TransactionBase):
         self.pdb._check_open()
         return super().sql(text)
 
+    def _catalog(self):
+        return self.pdb.catalog
+
     def _read(self, tree: exp.Expression, text: str) -> ParallelResult:
         pdb = self.pdb
         if self.access == "browse":

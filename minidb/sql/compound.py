@@ -27,6 +27,7 @@ column of the outer query), EXISTS and ANY / ALL raise ``UnsupportedSQLError``. 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +41,8 @@ from minidb.errors import (
     UnknownColumnError,
     UnknownTableError,
 )
-from minidb.sql.translate import SelectQuery, _check_args, _Select, _unparen, unsupported
+from minidb.sql.hints import split_hint_comment
+from minidb.sql.translate import SelectQuery, _check_args, _Select, _unparen, parse, unsupported
 from minidb.storage.schema import Schema, null_mask
 
 
@@ -241,15 +243,17 @@ def _outer_reference(catalog: Catalog, inner: exp.Expression, outer: exp.Select)
     tables = [t for t in outer.find_all(exp.Table) if t.find_ancestor(exp.Subquery) is None]
     outer_names = {n.lower() for t in tables for n in (t.name, t.alias_or_name)}
     inner_tables = {t.alias_or_name.lower() for t in inner.find_all(exp.Table)}
-    outer_columns = set()
-    for t in tables:
-        if catalog.has(t.name):
-            outer_columns |= {c.lower() for c in catalog.get(t.name).schema.names}
+
+    def columns(of) -> set[str]:
+        return {c.lower() for t in of if catalog.has(t.name) for c in catalog.get(t.name).schema.names}
+
+    outer_columns = columns(tables)
+    inner_columns = columns(inner.find_all(exp.Table))  # an unqualified one of these is inner
     for c in inner.find_all(exp.Column):
         qualifier = c.table.lower()
         if qualifier and qualifier in outer_names and qualifier not in inner_tables:
             return c.sql()
-        if not qualifier and c.name.lower() in outer_columns:
+        if not qualifier and c.name.lower() in outer_columns - inner_columns:
             return c.sql()
     return None
 
@@ -297,13 +301,13 @@ def _order_safe(node: exp.Expression, value: exp.Expression) -> exp.Expression:
     return exp.Paren(this=value) if node.find_ancestor(exp.Ordered) is not None else value
 
 
-def _in_condition(node: exp.In, values) -> exp.Expression:
+def _in_condition(node: exp.In, values, literal=_scalar_literal) -> exp.Expression:
     """``x IN (SELECT ...)`` rewritten as the list ``x IN (v1, v2, ...)`` of its answers (an
     ``InList`` of ``minidb.exec.scalar``, which keeps SQL's NULL rules: ``x IN (..., NULL)`` is
     NULL unless x matches). No answer at all gives FALSE."""
     if len(values) == 0:
         return exp.false()
-    return exp.In(this=node.this.copy(), expressions=[_scalar_literal(v) for v in values])
+    return exp.In(this=node.this.copy(), expressions=[literal(v) for v in values])
 
 
 def subquery_answer(sub: Subquery, records: np.ndarray):
@@ -324,4 +328,65 @@ def subquery_answer(sub: Subquery, records: np.ndarray):
     return column[0]
 
 
-__all__ = ["UnionQuery", "SubqueryPlan", "Subquery", "select_statement", "subquery_answer"]
+_MAY_HOLD_SUBQUERY = re.compile(r"\s*(UPDATE|DELETE)\b.*\bSELECT\b", re.IGNORECASE | re.DOTALL)
+
+
+def inline_subqueries(text: str, catalog: Catalog,
+                      run: Callable[[str], tuple[Schema, np.ndarray]]) -> str:
+    """``text`` with the uncorrelated subqueries of an UPDATE or DELETE (in its WHERE or its SET
+    expressions) replaced by their answers; any other statement, or one without a subquery, is
+    returned as it is.
+
+    SQL evaluates an uncorrelated subquery once, before the statement changes a row, so each is
+    run *first*, by ``run`` (the caller's own SELECT path, which gives the result's schema and
+    records: in a transaction it reads under the transaction's locks), and its answer is written into the
+    statement as constants, as ``SubqueryPlan`` does for a SELECT: a scalar subquery becomes a
+    literal, ``x IN (SELECT y ...)`` the list of y's distinct values. The statement is then
+    translated, locked and run as if the user had typed the values, on one node, in parallel
+    and in a transaction alike. A leading hint comment is kept."""
+    body, comment = split_hint_comment(text)
+    if not _MAY_HOLD_SUBQUERY.match(body):  # most statements: not parsed twice
+        return text
+    try:
+        tree = parse(body)
+    except MinidbError:  # the statement's own translation reports it
+        return text
+    if not isinstance(tree, exp.Update | exp.Delete):
+        return text
+    found = _subqueries(tree)
+    if not found:
+        return text
+    for kind, node in found:
+        inner = node.args["query"] if kind == "in" else node
+        select = _unparen(inner.this if isinstance(inner, exp.Subquery) else inner)
+        if not isinstance(select, exp.Select | exp.Union):
+            raise unsupported(f"subquery {inner.sql()}")
+        shown = inner.sql(dialect="duckdb")
+        try:
+            schema, records = run(select.sql(dialect="duckdb"))
+        except (UnknownColumnError, UnknownTableError):
+            name = _outer_reference(catalog, select, tree)
+            if name is None:
+                raise
+            raise unsupported(f"correlated subqueries (the subquery refers to {name} of the "
+                              "statement's table); only uncorrelated subqueries are supported") from None
+        if len(schema.names) != 1:
+            raise SchemaError(f"the subquery {shown} gives {len(schema.names)} columns; a "
+                              "subquery used as a value or in IN must give exactly one")
+        answer = subquery_answer(Subquery(kind, None, shown), records)
+        node.replace(_value_literal(answer) if kind == "scalar"
+                     else _in_condition(node, answer, _value_literal))
+    rewritten = tree.sql(dialect="duckdb")
+    return f"/*+ {comment} */ {rewritten}" if comment is not None else rewritten
+
+
+def _value_literal(value) -> exp.Expression:
+    """``_scalar_literal`` for a statement that is written out as text and parsed again: a NaN
+    or infinite answer would read back as a column name, so it is written as a cast."""
+    if isinstance(value, float | np.floating) and not np.isfinite(value):
+        return exp.Cast(this=exp.Literal.string(repr(float(value))), to=exp.DataType.build("DOUBLE"))
+    return _scalar_literal(value)
+
+
+__all__ = ["UnionQuery", "SubqueryPlan", "Subquery", "inline_subqueries", "select_statement",
+           "subquery_answer"]

@@ -86,6 +86,7 @@ import numpy as np
 from sqlglot import exp
 
 from minidb.errors import LockError, MinidbError
+from minidb.sql.compound import inline_subqueries
 from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
 from minidb.storage.schema import null_mask
 from minidb.txn.locks import S, X, new_txn_id
@@ -293,6 +294,10 @@ class TransactionBase:
         A ``DeadlockError`` or ``LockTimeoutError`` aborts the transaction before it is raised."""
         self._check_active()
         tree = parse(text)
+        if isinstance(tree, exp.Update | exp.Delete):  # its subqueries first, under our locks
+            rewritten = inline_subqueries(text, self._catalog(), lambda q: self.sql(q)._shown())
+            if rewritten != text:
+                text, tree = rewritten, parse(rewritten)
         if isinstance(tree, exp.Select | exp.Union):
             run = self._read
         elif isinstance(tree, exp.Insert):
@@ -310,6 +315,9 @@ class TransactionBase:
             raise
         self.statements += 1
         return result
+
+    def _catalog(self):
+        raise NotImplementedError
 
     def _read(self, tree: exp.Expression, text: str):
         raise NotImplementedError
@@ -358,6 +366,9 @@ class Transaction(TransactionBase):
         self._ghosts = db.ghosts
 
     # -- statements ---------------------------------------------------------------------------
+    def _catalog(self):
+        return self.db.catalog
+
     def _read(self, tree: exp.Expression, text: str) -> Result:
         db = self.db
         if self.access == "browse":

@@ -32,7 +32,7 @@ documented),
 that matches nothing), ``DELETE FROM t [WHERE ...]`` and ``CREATE TABLE cN AS SELECT ...``. A
 change is applied to both engines; the runner compares minidb's count with DuckDB's, then the
 whole table (``Query.target``), and later queries of the round see the changed tables.
-UPDATE and DELETE conditions hold no subqueries (minidb refuses them there).
+UPDATE and DELETE conditions hold uncorrelated subqueries (flag ``dml_subquery``).
 
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
@@ -82,6 +82,8 @@ FEATURES: dict[str, bool] = {
     # the key / partitioning column, to NULL, matching no row), DELETE, CREATE TABLE AS SELECT.
     # The runner compares the count and then the whole table with DuckDB's.
     "dml": True,
+    # uncorrelated subqueries in UPDATE / DELETE conditions (run first, their answers written in)
+    "dml_subquery": True,
 }
 
 
@@ -264,8 +266,7 @@ class QueryGenerator:
         self.one_equality = parallel and "parallel_multiway_join" not in features
         self.parallel = parallel
         self.created = 0  # CREATE TABLE AS statements so far (their tables are c0, c1, ...)
-        # minidb refuses subqueries in UPDATE / DELETE conditions (INSERT ... SELECT and CREATE
-        # TABLE AS take them): none are generated there
+        # without the flag dml_subquery, UPDATE / DELETE conditions get no subqueries
         self.no_subqueries = False
 
     def on(self, flag: str, p: float = 0.15) -> bool:
@@ -699,7 +700,7 @@ class QueryGenerator:
         if r < 0.25:
             self.traits.add("dml_no_match")
             return " WHERE k > 1000"
-        self.no_subqueries = True
+        self.no_subqueries = "dml_subquery" not in self.features
         try:
             return f" WHERE {self.predicate([src])}"
         finally:
