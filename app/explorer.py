@@ -60,7 +60,7 @@ def open_store(path: str | os.PathLike, create: bool = False) -> ResultsStore | 
     """The results store at ``path``; None when there is no file there and ``create`` is
     False (pages that only read do not leave empty stores behind a mistyped path)."""
     path = Path(path).expanduser()
-    if not create and not path.is_file():
+    if not create and not path.exists():  # a directory is no missing store: say what it is
         return None
     return ResultsStore(path)
 
