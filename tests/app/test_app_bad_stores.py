@@ -4,10 +4,18 @@ line, never a traceback, and never shows a stored value as a missing row."""
 
 from __future__ import annotations
 
+import math
+import re
+
+import explorer
 import pytest
+from app_test import open_app
 from streamlit.testing.v1 import AppTest
 
+from minidb.results import ResultsStore
+
 RUN = "pages/2_Run.py"
+COMPARE = "pages/3_Compare_runs.py"
 
 
 def _open(page: str | None) -> AppTest:
@@ -41,3 +49,35 @@ def test_a_directory_named_as_the_store_is_said_to_be_one(tmp_path, monkeypatch)
         assert not at.exception, at.exception
         assert "is a directory" in at.error[0].value, page
         assert not any("No results store" in i.value for i in at.info)
+
+
+def _run(store: ResultsStore, label: str, values: list[float]) -> str:
+    run_id = store.begin_run("gamma.selection_speedup", "gamma", {"scale": 0.05, "run": label},
+                             scale=0.05, nodes=[1, 2])
+    store.finish_run(run_id, [
+        {"reference": "", "row": "select_1pct_nonindexed", "column": f"nodes_{n}",
+         "metric": "response_time", "value": v, "unit": "s", "clock": "modeled"}
+        for n, v in zip((1, 2, 4, 8), values, strict=True)])
+    return run_id
+
+
+def test_compare_runs_counts_a_stored_nan_as_a_row_of_both_runs(tmp_path, monkeypatch):
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    _run(store, "first", [2.0, 1.0, 0.5, math.nan])
+    _run(store, "second", [2.0, math.nan, math.inf, math.nan])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app(COMPARE)
+    summary = next(m.value for m in at.markdown if "rows in both runs" in m.value)
+    # every row is in both runs; nodes_2 (a number became NaN) and nodes_4 (became inf) changed
+    assert summary.startswith("4 rows in both runs, 0 only in A, 0 only in B")
+    assert "**2 highlighted**" in summary
+    rows = at.dataframe[1].value
+    assert set(rows["in"]) == {"both"}
+    # a stored NaN reads NaN in the table; "-" is kept for the run that lacks the row
+    shown = explorer.style_comparison(rows, 0.1).to_html()
+    line = rows.index[rows["column"] == "nodes_2"][0]
+    assert re.search(rf'row{line}_col{rows.columns.get_loc("B")}"[^>]*>NaN<', shown)
+    one_sided = rows.iloc[:1].assign(B=math.nan, **{"in": "A only"})
+    assert re.search(rf'row0_col{rows.columns.get_loc("B")}"[^>]*>-<',
+                     explorer.style_comparison(one_sided, 0.1).to_html())
