@@ -523,11 +523,19 @@ OUTSIDE_2X = "background-color: #f8d7da; color: #58151c"
 NOT_REPRODUCED = "color: #8a8a8a"
 
 
+def not_reproduced(frame: pd.DataFrame) -> pd.Series:
+    """Cells of ``cells_frame`` that no row of the run reproduces. A row that stored NaN does
+    reproduce its cell, badly: its ratio is NaN and it is not within 2x (False, not None)."""
+    return frame["reproduced"].isna() & frame["within 2x"].isna()
+
+
 def style_cells(frame: pd.DataFrame):
-    """Cells off by more than a factor of 2 in red, cells not reproduced in grey."""
+    """Cells off by more than a factor of 2 (or reproduced as NaN) in red, cells not
+    reproduced in grey and shown as "-"."""
+    missing = not_reproduced(frame)
 
     def line_style(line: pd.Series) -> list[str]:
-        if pd.isna(line["reproduced"]):
+        if missing.loc[line.name]:
             style = NOT_REPRODUCED
         elif pd.notna(line["within 2x"]) and not bool(line["within 2x"]):
             style = OUTSIDE_2X
@@ -535,8 +543,12 @@ def style_cells(frame: pd.DataFrame):
             style = ""
         return [style] * len(line)
 
-    return frame.style.apply(line_style, axis=1).format(
-        {"reproduced": _num, "published": _num, "ratio": _num}, na_rep="-")
+    styler = frame.style.apply(line_style, axis=1).format(
+        {"reproduced": _stored, "published": _num, "ratio": _num})
+    if missing.any():
+        styler = styler.format(lambda _: "-", subset=pd.IndexSlice[frame.index[missing],
+                                                                   ["reproduced"]])
+    return styler
 
 
 def _num(value: Any) -> str:

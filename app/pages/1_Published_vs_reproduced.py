@@ -51,9 +51,9 @@ else:
 st.subheader(f"{reference}: the paper's numbers")
 cell_list = explorer.published_cells(store, paper, reference, exp)
 cells = explorer.cells_frame(cell_list)
-compared = cells[cells["ratio"].notna() & cells["within 2x"].notna()]  # calibration cells out
+compared = cells[cells["within 2x"].notna()]  # calibration cells out; a stored NaN is off
 within = int(compared["within 2x"].astype(bool).sum()) if len(compared) else 0
-missing = int(cells["reproduced"].isna().sum())
+missing = int(explorer.not_reproduced(cells).sum())
 if cells.empty:
     # said from the reference data: what the paper prints for this figure, if anything
     st.write(explorer.published_numbers_sentence(

@@ -81,3 +81,29 @@ def test_compare_runs_counts_a_stored_nan_as_a_row_of_both_runs(tmp_path, monkey
     one_sided = rows.iloc[:1].assign(B=math.nan, **{"in": "A only"})
     assert re.search(rf'row0_col{rows.columns.get_loc("B")}"[^>]*>-<',
                      explorer.style_comparison(one_sided, 0.1).to_html())
+
+
+def test_published_page_shows_a_stored_nan_as_reproduced_and_off(tmp_path, monkeypatch):
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    run_id = store.begin_run("gamma.selection_speedup", "gamma", {"nodes": [1, 8]}, scale=1.0,
+                             nodes=[1, 8], profile="gamma")
+    store.finish_run(run_id, [
+        {"reference": "Figure 5", "row": "select_0pct_nonclustered_index", "column": column,
+         "metric": "response_time", "value": value, "unit": "s", "clock": "modeled"}
+        for column, value in (("nodes_1", 0.2), ("nodes_8", math.nan))])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app("pages/1_Published_vs_reproduced.py")
+    at.selectbox(key="pvr_reference_gamma.selection_speedup").select("Figure 5").run()
+    assert not at.exception, at.exception
+    # the paper prints two cells for Figure 5 and the run stored both: one is NaN, not missing
+    said = next(m.value for m in at.markdown if "within a factor of 2" in m.value)
+    assert said.startswith("**1 of 2** reproduced cells") and "; 0 published cells not" in said
+    cells = at.dataframe[0].value
+    nan_cell = cells.index[cells["column"] == "nodes_8"][0]
+    assert cells["within 2x"].tolist() == [True, False] and nan_cell == 1
+    shown = explorer.style_cells(cells)
+    html = shown.to_html()
+    column = cells.columns.get_loc("reproduced")
+    assert re.search(rf'row{nan_cell}_col{column}"[^>]*>NaN<', html)
+    assert ("background-color", "#f8d7da") in shown._compute().ctx[(nan_cell, 0)]
