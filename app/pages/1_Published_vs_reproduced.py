@@ -43,6 +43,10 @@ if rows:
     run_id = rows[0]["run_id"]
     st.caption(f"Latest run of {name}: {run_id}"
                + (f" at scale {scale:g}" if scale is not None else ""))
+elif any(r["experiment"] == name for r in finished):
+    empty_run = [r for r in finished if r["experiment"] == name][-1]["run_id"]
+    st.warning(f"The latest run of {name} ({empty_run}) stored no rows: run it again on the "
+               f"Run page. The paper's numbers are shown alone.")
 else:
     st.warning(f"No stored run of {name} yet: run it on the Run page, or reproduce {paper} on "
                f"Home. The paper's numbers are shown alone.")

@@ -107,3 +107,19 @@ def test_published_page_shows_a_stored_nan_as_reproduced_and_off(tmp_path, monke
     column = cells.columns.get_loc("reproduced")
     assert re.search(rf'row{nan_cell}_col{column}"[^>]*>NaN<', html)
     assert ("background-color", "#f8d7da") in shown._compute().ctx[(nan_cell, 0)]
+
+
+def test_a_run_that_stored_no_rows_is_said_so(tmp_path, monkeypatch):
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    for name, paper in (("gamma.selection_speedup", "gamma"), ("volcano.initial", "volcano")):
+        store.finish_run(store.begin_run(name, paper, {"scale": 0.05}, scale=0.05), [])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app("pages/1_Published_vs_reproduced.py")
+    at.selectbox(key="pvr_paper").select("gamma").run()
+    assert not at.exception, at.exception
+    assert "stored no rows" in at.warning[0].value  # not "no stored run yet": there is one
+    at.switch_page("pages/7_Volcano_tuning.py").run()
+    assert not at.exception, at.exception
+    assert any("hold no rows" in i.value for i in at.info)
+    assert at.button(key="volcano_small")  # and a way to get some
