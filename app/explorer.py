@@ -60,7 +60,7 @@ def open_store(path: str | os.PathLike, create: bool = False) -> ResultsStore | 
     """The results store at ``path``; None when there is no file there and ``create`` is
     False (pages that only read do not leave empty stores behind a mistyped path)."""
     path = Path(path).expanduser()
-    if not create and not path.is_file():
+    if not create and not path.exists():  # a directory is no missing store: say what it is
         return None
     return ResultsStore(path)
 
@@ -523,11 +523,19 @@ OUTSIDE_2X = "background-color: #f8d7da; color: #58151c"
 NOT_REPRODUCED = "color: #8a8a8a"
 
 
+def not_reproduced(frame: pd.DataFrame) -> pd.Series:
+    """Cells of ``cells_frame`` that no row of the run reproduces. A row that stored NaN does
+    reproduce its cell, badly: its ratio is NaN and it is not within 2x (False, not None)."""
+    return frame["reproduced"].isna() & frame["within 2x"].isna()
+
+
 def style_cells(frame: pd.DataFrame):
-    """Cells off by more than a factor of 2 in red, cells not reproduced in grey."""
+    """Cells off by more than a factor of 2 (or reproduced as NaN) in red, cells not
+    reproduced in grey and shown as "-"."""
+    missing = not_reproduced(frame)
 
     def line_style(line: pd.Series) -> list[str]:
-        if pd.isna(line["reproduced"]):
+        if missing.loc[line.name]:
             style = NOT_REPRODUCED
         elif pd.notna(line["within 2x"]) and not bool(line["within 2x"]):
             style = OUTSIDE_2X
@@ -535,8 +543,12 @@ def style_cells(frame: pd.DataFrame):
             style = ""
         return [style] * len(line)
 
-    return frame.style.apply(line_style, axis=1).format(
-        {"reproduced": _num, "published": _num, "ratio": _num}, na_rep="-")
+    styler = frame.style.apply(line_style, axis=1).format(
+        {"reproduced": _stored, "published": _num, "ratio": _num})
+    if missing.any():
+        styler = styler.format(lambda _: "-", subset=pd.IndexSlice[frame.index[missing],
+                                                                   ["reproduced"]])
+    return styler
 
 
 def _num(value: Any) -> str:
@@ -1023,7 +1035,9 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict],
     """The rows of two runs side by side: value A, value B, B - A and B / A.
 
     Rows are paired on ``keys``; a row only one run has appears with the other side empty.
-    Repeated keys within a run are paired in order (first with first)."""
+    Repeated keys within a run are paired in order (first with first). Column ``in`` says
+    which run has the row (``both``, ``A only``, ``B only``): a stored NaN is not a missing
+    row."""
     keys = list(keys)
     shown = [k for k in ("reference", *JOIN_KEYS) if k not in keys]
 
@@ -1034,7 +1048,8 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict],
         return frame
 
     a, b = side(rows_a), side(rows_b)
-    joined = a.merge(b, on=[*keys, "n"], how="outer", suffixes=(" A", " B"), sort=False)
+    joined = a.merge(b, on=[*keys, "n"], how="outer", suffixes=(" A", " B"), sort=False,
+                     indicator=True)
     out = pd.DataFrame({k: joined[k] for k in keys})
     for k in shown:
         out[k] = joined[f"{k} A"].fillna(joined[f"{k} B"])
@@ -1044,17 +1059,20 @@ def compare_runs(rows_a: list[dict], rows_b: list[dict],
     out["B - A"] = out["B"] - out["A"]
     denominator = out["A"].where(out["A"] != 0)
     out["B / A"] = out["B"] / denominator
+    out["in"] = joined["_merge"].map({"both": "both", "left_only": "A only",
+                                      "right_only": "B only"}).astype(str)
     order = [k for k in ("reference", "row", "column", "metric", "clock") if k in out.columns]
-    return out[[*order, "A", "B", "B - A", "B / A", "unit"]].reset_index(drop=True)
+    return out[[*order, "A", "B", "B - A", "B / A", "unit", "in"]].reset_index(drop=True)
 
 
 def changed(frame: pd.DataFrame, threshold: float) -> pd.Series:
     """Lines whose two values differ by more than ``threshold`` (0.1 = 10%), or that only one
     run has."""
-    one_sided = frame["A"].isna() | frame["B"].isna()
+    one_sided = frame["in"] != "both"
     ratio = frame["B / A"]
     off = (ratio - 1).abs() > threshold
-    zero_vs_nonzero = ratio.isna() & ~one_sided & (frame["A"] != frame["B"])
+    both_nan = frame["A"].isna() & frame["B"].isna()  # NaN stored by both runs: no change
+    zero_vs_nonzero = ratio.isna() & ~one_sided & (frame["A"] != frame["B"]) & ~both_nan
     return one_sided | off.fillna(False) | zero_vs_nonzero
 
 
@@ -1068,8 +1086,20 @@ def style_comparison(frame: pd.DataFrame, threshold: float):
     def line_style(line: pd.Series) -> list[str]:
         return [CHANGED if flags.loc[line.name] else ""] * len(line)
 
-    return frame.style.apply(line_style, axis=1).format(
-        {"A": _num, "B": _num, "B - A": _num, "B / A": _num}, na_rep="-")
+    styler = frame.style.apply(line_style, axis=1).format(
+        {"A": _stored, "B": _stored, "B - A": _num, "B / A": _num})
+    for side, other in (("A", "B only"), ("B", "A only")):  # the run without the row: "-"
+        absent = frame.index[frame["in"] == other]
+        if len(absent):
+            styler = styler.format(lambda _: "-", subset=pd.IndexSlice[absent, [side]])
+    return styler
+
+
+def _stored(value: Any) -> str:
+    """A value a run stored: NaN is shown as NaN, not as a missing value."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return _num(value)
 
 
 # ----------------------------------------------------------------------------------- findings

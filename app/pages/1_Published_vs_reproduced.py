@@ -43,6 +43,10 @@ if rows:
     run_id = rows[0]["run_id"]
     st.caption(f"Latest run of {name}: {run_id}"
                + (f" at scale {scale:g}" if scale is not None else ""))
+elif any(r["experiment"] == name for r in finished):
+    empty_run = [r for r in finished if r["experiment"] == name][-1]["run_id"]
+    st.warning(f"The latest run of {name} ({empty_run}) stored no rows: run it again on the "
+               f"Run page. The paper's numbers are shown alone.")
 else:
     st.warning(f"No stored run of {name} yet: run it on the Run page, or reproduce {paper} on "
                f"Home. The paper's numbers are shown alone.")
@@ -51,9 +55,9 @@ else:
 st.subheader(f"{reference}: the paper's numbers")
 cell_list = explorer.published_cells(store, paper, reference, exp)
 cells = explorer.cells_frame(cell_list)
-compared = cells[cells["ratio"].notna() & cells["within 2x"].notna()]  # calibration cells out
+compared = cells[cells["within 2x"].notna()]  # calibration cells out; a stored NaN is off
 within = int(compared["within 2x"].astype(bool).sum()) if len(compared) else 0
-missing = int(cells["reproduced"].isna().sum())
+missing = int(explorer.not_reproduced(cells).sum())
 if cells.empty:
     # said from the reference data: what the paper prints for this figure, if anything
     st.write(explorer.published_numbers_sentence(

@@ -119,7 +119,9 @@ if last:
     st.page_link("pages/3_Compare_runs.py", label="Compare it with the run before it",
                  icon=":material/difference:")
 
-store = explorer.open_store(path)
+store = None
+with ui.user_errors():  # a damaged or busy store is one red line here too, not a traceback
+    store = explorer.open_store(path)
 if store is not None:
     recent = store.runs(experiment=name)[-5:][::-1]
     if recent:

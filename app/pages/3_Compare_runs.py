@@ -95,9 +95,10 @@ frame = frame[frame["metric"].isin(chosen)]
 if clock != "both":
     frame = frame[frame["clock"] == clock]
 flags = explorer.changed(frame, threshold)
-st.markdown(f"{int((frame['A'].notna() & frame['B'].notna()).sum())} rows in both runs, "
-            f"{int(frame['B'].isna().sum())} only in A, {int(frame['A'].isna().sum())} only in "
-            f"B; **{int(flags.sum())} highlighted**.")
+st.markdown(f"{int((frame['in'] == 'both').sum())} rows in both runs, "
+            f"{int((frame['in'] == 'A only').sum())} only in A, "
+            f"{int((frame['in'] == 'B only').sum())} only in B; "
+            f"**{int(flags.sum())} highlighted**.")
 if only_changed:
     frame = frame[flags]
 frame = frame.reset_index(drop=True)

@@ -71,7 +71,11 @@ else:
 frame = explorer.volcano_steps_frame(explorer.volcano_stored_rows(store, chosen))
 scales = explorer.volcano_scales(frame)
 options, start = explorer.volcano_progress_disks(frame)
-if not options:
+if not options:  # the runs stored no rows (an empty run): say so, offer a run that has some
+    st.info(f"The stored runs of the tuning sequence hold no rows to draw (a run that stored "
+            f"none). Run `MINIDB_RESULTS={path} minidb reproduce volcano --quick`, or the small "
+            f"sequence:")
+    small_run_button()
     st.stop()
 disks = st.selectbox("Disks to follow the sequence at", options,
                      index=options.index(start) if start in options else len(options) - 1,
