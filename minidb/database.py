@@ -79,6 +79,7 @@ from minidb.catalog import (
     reserve_file_names,
     write_json_atomically,
 )
+from minidb.cluster.machine import MAX_NODES
 from minidb.errors import MinidbError, MinidbWarning
 from minidb.exec.iterator import ExecContext, Operator, check_rid_fetch
 from minidb.exec.scan import RID
@@ -643,6 +644,9 @@ def check_data_dir(data_dir: Any) -> None:
     """``data_dir`` must be a path that is a directory or does not exist yet."""
     if not isinstance(data_dir, str | os.PathLike):
         raise MinidbError(f"data_dir must be a directory path, not {type(data_dir).__name__}")
+    if not str(data_dir).strip():
+        raise MinidbError("data_dir is empty; give a directory path (a new one is created), or "
+                          "None for a temporary database")
     path = Path(data_dir)
     if path.exists() and not path.is_dir():
         raise MinidbError(f"data_dir {str(path)!r} is a file, not a directory; give a directory "
@@ -683,6 +687,9 @@ def connect(nodes: int = 1, backend: str = "inline", page_size: int | None = Non
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
         raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+    if nodes > MAX_NODES:
+        raise MinidbError(f"nodes may be at most {MAX_NODES} (each node is a buffer pool and a "
+                          f"worker of this machine or of the Ray cluster), not {nodes}")
     if backend not in ("inline", "ray"):
         raise MinidbError(f"backend must be 'inline' or 'ray', not {backend!r}")
     unknown = sorted(set(parallel) - set(PARALLEL_OPTIONS))

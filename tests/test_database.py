@@ -67,6 +67,22 @@ def test_connect_chooses_the_engine_and_rejects_bad_arguments():
         minidb.connect(memory_pages=1)
 
 
+@pytest.mark.parametrize("arguments, words", [
+    (dict(nodes=10**9), "nodes may be at most 256"),  # built nodes until memory ran out
+    (dict(nodes=257), "nodes may be at most 256"),
+    (dict(data_dir=""), "data_dir is empty"),  # opened the current directory as a database
+    (dict(nodes=2, diskless_nodes=-1), "diskless_nodes must be between 0 and nodes - 1"),
+    (dict(nodes=2, diskless_nodes=2), "diskless_nodes must be between 0 and nodes - 1"),
+    (dict(nodes=2, packet_bytes=0), "packet_bytes must be a positive whole number"),
+    (dict(nodes=2, packet_bytes=2048.5), "packet_bytes must be a positive whole number"),
+])
+def test_connect_refuses_a_bad_argument_in_one_line(arguments, words, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MinidbError, match=words):
+        minidb.connect(**arguments)
+    assert list(tmp_path.iterdir()) == []  # nothing was written where it was started
+
+
 def test_exports():
     assert minidb.__version__
     assert minidb.Database is not None and minidb.Result is not None

@@ -77,6 +77,7 @@ from minidb.cluster.catalog import (
     table_to_json,
 )
 from minidb.cluster.host import HostContext
+from minidb.cluster.machine import MAX_NODES
 from minidb.cluster.plan import (
     Phase,
 )
@@ -267,6 +268,10 @@ class ParallelDatabase:
         self.join = check_join_choice(join)
         if not isinstance(bit_filters, bool):
             raise MinidbError(f"bit_filters must be True or False, not {bit_filters!r}")
+        if isinstance(packet_bytes, bool) or not isinstance(packet_bytes, int | np.integer) \
+                or packet_bytes < 1:
+            raise MinidbError(f"packet_bytes must be a positive whole number of bytes (the "
+                              f"network's packet; 2048 as in Gamma), not {packet_bytes!r}")
         self.bit_filters, self.packet_bytes = bit_filters, packet_bytes
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                     or not timeout > 0):
@@ -274,6 +279,9 @@ class ParallelDatabase:
                               f"stretched by the machine's load), not {timeout!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int | np.integer) or nodes < 1:
             raise MinidbError(f"nodes must be a positive whole number, not {nodes!r}")
+        if nodes > MAX_NODES:
+            raise MinidbError(f"nodes may be at most {MAX_NODES} (each node is a buffer pool and a "
+                              f"worker of this machine or of the Ray cluster), not {nodes}")
         if data_dir is not None:
             check_data_dir(data_dir)
         self.data_dir = None if data_dir is None else Path(data_dir)
@@ -309,6 +317,10 @@ class ParallelDatabase:
                                                   diskless_nodes, page_size)
             diskless_nodes = None
         page_size = DEFAULT_PAGE_SIZE if page_size is None else page_size
+        if diskless_nodes is not None and (isinstance(diskless_nodes, bool) or not isinstance(
+                diskless_nodes, int | np.integer) or not 0 <= diskless_nodes < nodes):
+            raise MinidbError(f"diskless_nodes must be between 0 and nodes - 1 = {nodes - 1}, "
+                              f"not {diskless_nodes!r}")
         if disk_nodes is None:
             disk_nodes = nodes - (diskless_nodes or 0)
         if isinstance(disk_nodes, bool) or not isinstance(disk_nodes, int | np.integer) \

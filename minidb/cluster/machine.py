@@ -16,6 +16,9 @@ import os
 PHASE_TIMEOUT_S = 60.0
 #: a phase never waits longer than this, however loaded the machine: past it, it has failed
 PHASE_LIMIT_S = 3600.0
+#: the most nodes one database (or an experiment's machine) may have: inline, every node lives
+#: in this process, and a typo such as nodes=10**9 would build nodes until memory ran out
+MAX_NODES = 256
 
 
 def machine_load() -> tuple[float, int]:
@@ -47,5 +50,5 @@ def load_note() -> str:
     return f"load average {load:.1f} on {cores} core{'s' if cores != 1 else ''}"
 
 
-__all__ = ["PHASE_LIMIT_S", "PHASE_TIMEOUT_S", "busy_factor", "load_note", "machine_load",
+__all__ = ["MAX_NODES", "PHASE_LIMIT_S", "PHASE_TIMEOUT_S", "busy_factor", "load_note", "machine_load",
            "phase_timeout"]

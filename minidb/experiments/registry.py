@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from minidb.cluster.machine import MAX_NODES as CLUSTER_MAX_NODES
 from minidb.errors import MinidbError
 from minidb.plugins import _REGISTRY, register
 
@@ -61,9 +62,9 @@ BUILTIN_MODULES = ("minidb.experiments.gamma", "minidb.experiments.gamma_optimiz
 CLOCKS = ("modeled", "wall")
 Params = dict[str, Any]
 
-#: the most nodes (or partitions) an experiment's machine may have: every node is simulated in
-#: this process, so a typo such as 10000 would run for hours instead of failing
-MAX_NODES = 256
+#: the most nodes (or partitions) an experiment's machine may have (``minidb.cluster.machine``):
+#: every node is simulated in this process, so a typo such as 10000 would run for hours
+MAX_NODES = CLUSTER_MAX_NODES
 #: the largest seed: numpy's generators take no negative seed, and LH*'s keys must fit 64 bits
 MAX_SEED = 2**32 - 1
 #: the largest scale: relation sizes far beyond the papers' cannot be built in memory anyway
