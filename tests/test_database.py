@@ -416,3 +416,10 @@ def test_join_falls_back_to_nested_loops_when_the_build_input_cannot_fit(tenk):
         assert r.rows == 1000
         small = d.sql("SELECT a.unique1 FROM a, b WHERE a.unique1 = b.unique2 AND b.unique1 < 20")
         assert "hash_join" in kinds(small) and small.rows == 20
+
+
+@pytest.mark.parametrize("text", ["", "   ", ";", ";;", "-- a comment", "/* a comment */"])
+def test_a_statement_with_nothing_to_run_is_called_empty(text):
+    """Only blanks, comments or semicolons: "empty", not "several statements"."""
+    with minidb.connect() as db, pytest.raises(MinidbError, match="empty SQL statement"):
+        db.sql(text)

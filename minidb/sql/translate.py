@@ -235,6 +235,9 @@ def parse(text: str) -> exp.Expression:
         if first.startswith("Error tokenizing"):
             first = "a quote or bracket is not closed"
         raise MinidbError(f"SQL syntax error: {first}") from None
+    if not trees:  # only comments or semicolons
+        raise MinidbError("empty SQL statement (only comments or ';'); pass a SELECT, INSERT, "
+                          "UPDATE, DELETE or CREATE TABLE AS")
     if len(trees) != 1:
         raise unsupported("several statements in one call; send them one at a time")
     _check_depth(trees[0])
