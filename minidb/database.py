@@ -459,7 +459,7 @@ class Database:
         planner: "scan", "index", "clustered_index", "hash_join", "nested_loops"."""
         with self._engine:  # a transaction of another thread may be running a statement
             if isinstance(text, str):  # an UPDATE / DELETE runs its subqueries first
-                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q, None)._shown())
+                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q, None)._shown()[1])
             return self._sql(text, hint)
 
     def begin(self, access: str = "stable", lock_timeout: float | None = None) -> Transaction:

@@ -495,7 +495,7 @@ class ParallelDatabase:
         several threads run one at a time; outside a transaction a statement takes no locks."""
         with self._engine:  # a transaction of another thread may be running a statement
             if isinstance(text, str):  # an UPDATE / DELETE runs its subqueries first
-                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q)._shown())
+                text = inline_subqueries(text, self.catalog, lambda q: self._sql(q)._shown()[1])
             return self._sql(text, hint)
 
     def begin(self, access: str = "stable", lock_timeout: float | None = None):

@@ -219,7 +219,7 @@ def _subqueries(tree: exp.Expression) -> list[tuple[str, exp.Expression]]:
     return found
 
 
-def _translate_subquery(catalog: Catalog, node: exp.Expression, outer: exp.Select):
+def _translate_subquery(catalog: Catalog, node: exp.Expression, outer: exp.Expression):
     inner = node.args["query"] if isinstance(node, exp.In) else node
     body = _unparen(inner.this if isinstance(inner, exp.Subquery) else inner)
     if not isinstance(body, exp.Select | exp.Union):
@@ -238,7 +238,7 @@ def _translate_subquery(catalog: Catalog, node: exp.Expression, outer: exp.Selec
     return query
 
 
-def _outer_reference(catalog: Catalog, inner: exp.Expression, outer: exp.Select) -> str | None:
+def _outer_reference(catalog: Catalog, inner: exp.Expression, outer: exp.Expression) -> str | None:
     """The first column of ``inner`` that only the outer query's FROM tables can explain."""
     tables = [t for t in outer.find_all(exp.Table) if t.find_ancestor(exp.Subquery) is None]
     outer_names = {n.lower() for t in tables for n in (t.name, t.alias_or_name)}
@@ -331,15 +331,14 @@ def subquery_answer(sub: Subquery, records: np.ndarray):
 _MAY_HOLD_SUBQUERY = re.compile(r"\s*(UPDATE|DELETE)\b.*\bSELECT\b", re.IGNORECASE | re.DOTALL)
 
 
-def inline_subqueries(text: str, catalog: Catalog,
-                      run: Callable[[str], tuple[Schema, np.ndarray]]) -> str:
+def inline_subqueries(text: str, catalog: Catalog, run: Callable[[str], np.ndarray]) -> str:
     """``text`` with the uncorrelated subqueries of an UPDATE or DELETE (in its WHERE or its SET
     expressions) replaced by their answers; any other statement, or one without a subquery, is
     returned as it is.
 
     SQL evaluates an uncorrelated subquery once, before the statement changes a row, so each is
-    run *first*, by ``run`` (the caller's own SELECT path, which gives the result's schema and
-    records: in a transaction it reads under the transaction's locks), and its answer is written into the
+    run *first*, by ``run`` (the caller's own SELECT path, which gives the result's records: in
+    a transaction it reads under the transaction's locks), and its answer is written into the
     statement as constants, as ``SubqueryPlan`` does for a SELECT: a scalar subquery becomes a
     literal, ``x IN (SELECT y ...)`` the list of y's distinct values. The statement is then
     translated, locked and run as if the user had typed the values, on one node, in parallel
@@ -357,22 +356,11 @@ def inline_subqueries(text: str, catalog: Catalog,
     if not found:
         return text
     for kind, node in found:
+        _translate_subquery(catalog, node, tree)  # refuses a correlated or many-column subquery
         inner = node.args["query"] if kind == "in" else node
         select = _unparen(inner.this if isinstance(inner, exp.Subquery) else inner)
-        if not isinstance(select, exp.Select | exp.Union):
-            raise unsupported(f"subquery {inner.sql()}")
         shown = inner.sql(dialect="duckdb")
-        try:
-            schema, records = run(select.sql(dialect="duckdb"))
-        except (UnknownColumnError, UnknownTableError):
-            name = _outer_reference(catalog, select, tree)
-            if name is None:
-                raise
-            raise unsupported(f"correlated subqueries (the subquery refers to {name} of the "
-                              "statement's table); only uncorrelated subqueries are supported") from None
-        if len(schema.names) != 1:
-            raise SchemaError(f"the subquery {shown} gives {len(schema.names)} columns; a "
-                              "subquery used as a value or in IN must give exactly one")
+        records = run(select.sql(dialect="duckdb"))
         answer = subquery_answer(Subquery(kind, None, shown), records)
         node.replace(_value_literal(answer) if kind == "scalar"
                      else _in_condition(node, answer, _value_literal))

@@ -295,7 +295,7 @@ class TransactionBase:
         self._check_active()
         tree = parse(text)
         if isinstance(tree, exp.Update | exp.Delete):  # its subqueries first, under our locks
-            rewritten = inline_subqueries(text, self._catalog(), lambda q: self.sql(q)._shown())
+            rewritten = inline_subqueries(text, self._catalog(), lambda q: self.sql(q)._shown()[1])
             if rewritten != text:
                 text, tree = rewritten, parse(rewritten)
         if isinstance(tree, exp.Select | exp.Union):
