@@ -230,10 +230,25 @@ def crossed_transfers(pdb):
     return t1, t2, gate, second
 
 
+def assert_t2_chosen_as_victim(pdb, t1, t2, w1, w2) -> None:
+    """After ``crossed_transfers``: the scheduler broke the global deadlock once by aborting T2
+    (the younger), whose error names both waits, both keys and both nodes; T1 committed and
+    the table holds exactly T1's transfer."""
+    assert w1.error is None, w1.error
+    assert isinstance(w2.error, DeadlockError), w2.error
+    message = str(w2.error)
+    assert message.startswith("global deadlock found by the scheduler: ")
+    for part in (f"T{t1.id} waits for T{t2.id}", f"T{t2.id} waits for T{t1.id}", "acct key 1",
+                 "acct key 8", "on node 0", "on node 1", f"T{t2.id}, the youngest"):
+        assert part in message, (part, message)
+    assert t1.state == "committed" and t2.state == "aborted"
+    assert pdb._deadlocks.detector.deadlocks == 1
+    assert rows(pdb) == duck(T1_STATEMENTS)  # T2 left nothing behind
+
+
 # -- deadlocks ------------------------------------------------------------------------------------
 def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
     t1, t2, gate, second = crossed_transfers(pdb)
-    detector = pdb._deadlocks.detector
     node0, node1 = managers(pdb)
     w1 = Worker(second(t1), "T1")
     wait_until(lambda: waiting_txns(node1) == {t1.id}, "T1 waiting for T2's row on node 1")
@@ -247,16 +262,8 @@ def test_a_global_deadlock_no_node_sees_is_broken_by_the_scheduler(pdb):
     gate.set()
     w1.join()
     w2.join()
-    assert w1.error is None
-    assert isinstance(w2.error, DeadlockError)  # T2 is the younger
-    message = str(w2.error)
-    assert message.startswith("global deadlock found by the scheduler: ")
-    for part in (f"T{t1.id} waits for T{t2.id}", f"T{t2.id} waits for T{t1.id}", "acct key 1",
-                 "acct key 8", "on node 0", "on node 1", f"T{t2.id}, the youngest"):
-        assert part in message, (part, message)
-    assert t1.state == "committed" and t2.state == "aborted" and detector.deadlocks == 1
+    assert_t2_chosen_as_victim(pdb, t1, t2, w1, w2)
     assert all(m.held(t.id) == [] for m in managers(pdb) for t in (t1, t2))
-    assert rows(pdb) == duck(T1_STATEMENTS)  # T2 left nothing behind
 
 
 def test_a_local_deadlock_is_found_by_the_node_itself(pdb):
