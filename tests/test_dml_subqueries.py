@@ -24,6 +24,8 @@ STATEMENTS = [
     "UPDATE t SET f = (SELECT MAX(f) FROM u) WHERE k = 20",  # u.f holds NaN, the largest
     "/*+ scan */ UPDATE t SET v = -1 WHERE k = (SELECT MIN(k) FROM u)",
     "UPDATE t SET s = (SELECT MIN(s) FROM t WHERE k > 50) WHERE k IN (SELECT k + 40 FROM u)",
+    "DELETE FROM t WHERE v IN (SELECT f * 4 FROM u)",  # integers against doubles, NaN and NULL
+    "UPDATE t SET f = f + (SELECT MIN(k) FROM u) WHERE v < (SELECT AVG(f) FROM u WHERE f < 10)",
 ]
 
 
