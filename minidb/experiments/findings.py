@@ -107,6 +107,16 @@ def finding(name: str, paper: str, source: str, claim: str, experiment: str) -> 
     return wrap
 
 
+def _value(row: dict) -> float:
+    """The value of a stored row; a NaN (or a missing value) cannot be judged, so a finding that
+    reads one is not checked rather than failed (NaN compares false with every bar)."""
+    value = row["value"]
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise Missing(f"{row['experiment']} stored no number (NaN) for {row['row']} at "
+                      f"{row['column']} ({row['metric']})")
+    return value
+
+
 def _values(rows: Iterable[dict], experiment: str, metric: str, **match) -> dict[tuple, float]:
     """(row slug, column slug) -> value of the modeled rows of ``experiment`` with ``metric``."""
     out = {}
@@ -114,7 +124,7 @@ def _values(rows: Iterable[dict], experiment: str, metric: str, **match) -> dict
         if r["experiment"] != experiment or r["metric"] != metric or r["clock"] != "modeled":
             continue
         if all(r["parameters"].get(k) == v for k, v in match.items()):
-            out[(r["row"], r["column"])] = r["value"]
+            out[(r["row"], r["column"])] = _value(r)
     if not out:
         raise Missing(f"no {metric} rows of {experiment}")
     return out
@@ -654,7 +664,7 @@ def _tandem_speedup(rows):
     for r in rows:
         if r["experiment"] == "tandem.speedup" and r["metric"] == "speedup":
             ideal = r["parameters"]["partitions"] / r["parameters"]["baseline_partitions"]
-            shares.append((r["value"] / ideal, r["row"], r["column"]))
+            shares.append((_value(r) / ideal, r["row"], r["column"]))
     if not shares:
         raise Missing("no speedup rows of tandem.speedup")
     share, query, column = min(shares)
@@ -751,7 +761,7 @@ def _oltp_scaleup_linear(rows):
         if (r["experiment"] == "tandem.oltp_scaleup" and r["metric"] == "oltp_scaleup"
                 and r["clock"] == "modeled"):
             ideal = r["parameters"]["processors"] / r["parameters"]["baseline_processors"]
-            shares.append((r["value"] / ideal, r["column"]))
+            shares.append((_value(r) / ideal, r["column"]))
     if len(shares) < 2:
         raise Missing("fewer than two processor counts of tandem.oltp_scaleup")
     share, column = min(shares)
@@ -936,7 +946,7 @@ def _scalability(rows, reference: str, metric: str = "elapsed") -> dict:
     for r in rows:
         if (r["experiment"] == "lhstar.scalability" and r["metric"] == metric
                 and r["clock"] == "modeled" and r["parameters"].get("table") == reference):
-            out[(r["row"], r["column"])] = r["value"]
+            out[(r["row"], r["column"])] = _value(r)
     if not out:
         raise Missing(f"no {reference} rows of lhstar.scalability")
     return out
