@@ -4,8 +4,10 @@ draws."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import explorer
 import streamlit as st
@@ -46,7 +48,8 @@ def store_path() -> str:
 
 def open_store(path: str, create: bool = False, stop: bool = True) -> ResultsStore | None:
     """The store at ``path`` (from ``store_path``). Without a file there (and ``create`` False)
-    the page says how to make one and, with ``stop``, ends there."""
+    the page says how to make one and, with ``stop``, ends there. A store opened only to read
+    comes back ``guarded``."""
     try:
         opened = explorer.open_store(path, create=create)
     except MinidbError as err:
@@ -56,7 +59,37 @@ def open_store(path: str, create: bool = False, stop: bool = True) -> ResultsSto
         st.info(explorer.store_hint(path))
         if stop:
             st.stop()
-    return opened
+    return opened if create else guarded(opened)
+
+
+class _GuardedStore:
+    """A store whose every call that fails with minidb's error (another program took the store
+    after the page opened it, the file was replaced by a damaged one) shows that error as one red
+    line and ends the page's run there, as a store that is busy when the page opens it does."""
+
+    def __init__(self, store: ResultsStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        @functools.wraps(attr)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except MinidbError as err:
+                st.error(str(err))
+                st.stop()
+
+        return call
+
+
+def guarded(store: ResultsStore | None) -> ResultsStore | None:
+    """``store`` for a page that reads it (see ``_GuardedStore``); None stays None. Pages that
+    write keep the bare store, so that a failed write is told as the run's failure."""
+    return None if store is None else _GuardedStore(store)  # type: ignore[return-value]
 
 
 def progress_bar(prefix: str = "") -> explorer.BarProgress:

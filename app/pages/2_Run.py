@@ -121,7 +121,7 @@ if last:
 
 store = None
 with ui.user_errors():  # a damaged or busy store is one red line here too, not a traceback
-    store = explorer.open_store(path)
+    store = ui.guarded(explorer.open_store(path))
 if store is not None:
     recent = store.runs(experiment=name)[-5:][::-1]
     if recent:

@@ -15,7 +15,7 @@ ui.page("Volcano: tuning a parallel sort",
         "predict each step's effect before you look.")
 path = ui.store_path()
 try:
-    store = explorer.open_store(path)
+    store = ui.guarded(explorer.open_store(path))
 except explorer.MinidbError as err:
     st.error(str(err))
     st.stop()

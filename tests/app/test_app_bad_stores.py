@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 
 import explorer
 import pytest
@@ -123,3 +125,64 @@ def test_a_run_that_stored_no_rows_is_said_so(tmp_path, monkeypatch):
     assert not at.exception, at.exception
     assert any("hold no rows" in i.value for i in at.info)
     assert at.button(key="volcano_small")  # and a way to get some
+
+
+@pytest.fixture
+def lock_after_open(monkeypatch):
+    """Arms a lock taker: the next time a page has opened the store, another process takes
+    DuckDB's write lock on the file (as ``minidb reproduce`` or a notebook would) and keeps it
+    until the test ends, so the page's later reads meet a busy store."""
+    holders: list[subprocess.Popen] = []
+    armed = []
+    opened = explorer.open_store
+
+    def open_then_lock(path, create=False):
+        store = opened(path, create=create)
+        if armed and store is not None:
+            armed.clear()
+            holder = subprocess.Popen(
+                [sys.executable, "-c", "import duckdb, sys, time\n"
+                 "con = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(120)",
+                 str(store.path)], stdout=subprocess.PIPE, text=True)
+            holders.append(holder)
+            assert holder.stdout.readline().strip() == "held"
+        return store
+
+    monkeypatch.setattr(explorer, "open_store", open_then_lock)
+    yield lambda: armed.append(True)
+    for holder in holders:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("page", [None, "pages/1_Published_vs_reproduced.py", RUN, COMPARE,
+                                  "pages/4_Findings.py", "pages/7_Volcano_tuning.py"])
+def test_a_store_locked_while_a_page_is_open_is_one_line(store_path, lock_after_open, page):
+    at = open_app(page)
+    lock_after_open()
+    at.run()  # the page opens the store, then another program takes it before the page reads
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error if "is busy" in e.value], page
+    assert len(at.error) == 1, [e.value for e in at.error]
+
+
+def test_findings_page_says_a_nan_cannot_be_judged(tmp_path, monkeypatch):
+    """A NaN compares false with every bar: the finding that reads it is not checked, on the
+    page as in ``minidb report`` (both use ``check_findings``), never FAIL."""
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    run_id = store.begin_run("gamma.selection_speedup", "gamma", {"nodes": [1, 8]}, scale=1.0,
+                             nodes=[1, 8])
+    store.finish_run(run_id, [
+        {"reference": "", "row": f"select_{q}_nonindexed", "column": f"nodes_{n}",
+         "metric": "speedup", "value": math.nan if (q, n) == ("1pct", 8) else float(n),
+         "unit": "x", "clock": "modeled"}
+        for q in ("0pct", "1pct", "10pct") for n in (1, 8)])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app("pages/4_Findings.py")
+    at.selectbox(key="findings_paper").select("gamma").run()
+    assert not at.exception, at.exception
+    marks = [m.value for m in at.markdown if "gamma.nonindexed_speedup_near_linear" in m.value]
+    assert len(marks) == 1 and "not checked" in marks[0] and "FAIL" not in marks[0], marks
+    said = [c.value for c in at.caption if "NaN" in c.value]
+    assert any("select_1pct_nonindexed at nodes_8" in c for c in said), said
