@@ -763,10 +763,17 @@ PAD = alt.AutoSizeParams(type="pad", contains="padding")
 LOG_SPAN = 30.0
 
 
+def finite_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """The lines of a chart's frame whose ``value`` can be drawn: a NaN or infinite value has
+    no place on an axis (an infinite one would stretch it to nothing); the tables show them."""
+    values = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    return frame[values.abs() < math.inf]
+
+
 def _log_scale(values: pd.Series) -> bool:
     """Whether positive ``values`` span decades (``LOG_SPAN`` or more): then a log axis keeps
-    the small ones readable."""
-    values = values.dropna()
+    the small ones readable. NaN and infinite values are left out."""
+    values = values[values.abs() < math.inf]
     return bool(len(values)) and float(values.min()) > 0 and (
         float(values.max()) / float(values.min()) >= LOG_SPAN)
 
@@ -847,7 +854,11 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
     Legible whatever the table: one panel per machine (column family), two to a row, each with
     a fixed plot area of ``PANEL_WIDTH`` x ``PANEL_HEIGHT`` pixels (a legend never squeezes
     it); the queries' legend below, in ``LEGEND_COLUMNS`` columns, shared by the panels (one colour per query); log axes where the values span decades
-    (``LOG_SPAN``). One machine gives a single layered chart."""
+    (``LOG_SPAN``). One machine gives a single layered chart. Only ``finite_points`` are
+    drawn."""
+    curves = finite_points(curves)
+    published = finite_points(published) if not published.empty else published
+    ideal = finite_points(ideal) if not ideal.empty else ideal
     families = sorted(curves["family"].unique())
     log_x = _log_scale(curves["x"]) and curves["x"].max() / curves["x"].min() >= 50
     y_values = pd.concat([curves["value"], published["value"] if not published.empty
@@ -993,7 +1004,9 @@ def comparison_curves(rows_a: list[dict], rows_b: list[dict], metric: str,
 def comparison_chart(curves: pd.DataFrame, metric: str, unit: str = ""
                      ) -> alt.TopLevelMixin:
     """Run A (solid) and run B (dashed) as curves of ``metric``, one colour per query, one panel
-    per machine, the same fixed plot size and log rules as ``curve_chart``."""
+    per machine, the same fixed plot size and log rules as ``curve_chart``; only
+    ``finite_points`` are drawn."""
+    curves = finite_points(curves)
     families = sorted(curves["family"].unique())
     log_x = _log_scale(curves["x"]) and curves["x"].max() / curves["x"].min() >= 50
     log_y = _log_scale(curves["value"].astype(float))

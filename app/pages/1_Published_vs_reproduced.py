@@ -104,6 +104,9 @@ if rows:
         st.caption("one bar per row and column of the run"
                    + ("; black ticks: the paper's numbers" if not published.empty else "")
                    + ".")
+    elif explorer.finite_points(curves).empty:
+        st.write(f"Every {metric} of the chosen queries is NaN or infinite: nothing to draw; "
+                 f"see the run's table below.")
     else:
         published = explorer.published_points(store, paper, curves, metric)
         if clock != "modeled":
@@ -113,6 +116,10 @@ if rows:
         st.altair_chart(explorer.curve_chart(curves, published, ideal, metric, unit),
                         width="content")
         notes = []
+        left_out = len(curves) - len(explorer.finite_points(curves))
+        if left_out:
+            notes.append(f"{left_out} NaN or infinite value(s) of the run not drawn (see its "
+                         f"table below)")
         if not published.empty:
             notes.append("black diamonds: the paper's numbers (its tables and the points its "
                          "text gives)")

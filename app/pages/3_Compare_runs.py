@@ -66,13 +66,19 @@ if curve_metrics:
         index=curve_metrics.index("response_time") if "response_time" in curve_metrics else 0,
         key=f"cmp_curve_metric_{curve_clock}")
     curves = explorer.comparison_curves(rows_a, rows_b, curve_metric, curve_clock)
+    left_out = len(curves) - len(explorer.finite_points(curves))
     if curves.empty:
         st.write("These runs have no rows along an axis (node counts, page sizes, sizes): see "
                  "the table below.")
+    elif left_out == len(curves):
+        st.write(f"Every {curve_metric} of these runs along an axis is NaN or infinite: nothing "
+                 f"to draw; see the table below.")
     else:
         st.altair_chart(explorer.comparison_chart(curves, curve_metric,
                                                   str(curves["unit"].iloc[0])), width="content")
-        st.caption("solid: run A; dashed: run B; one colour per query.")
+        st.caption("solid: run A; dashed: run B; one colour per query"
+                   + (f"; {left_out} NaN or infinite value(s) not drawn (see the table below)"
+                      if left_out else "") + ".")
 else:
     st.write(f"Neither run has numbers on the {curve_clock} clock.")
 

@@ -109,6 +109,8 @@ def test_published_page_shows_a_stored_nan_as_reproduced_and_off(tmp_path, monke
     column = cells.columns.get_loc("reproduced")
     assert re.search(rf'row{nan_cell}_col{column}"[^>]*>NaN<', html)
     assert ("background-color", "#f8d7da") in shown._compute().ctx[(nan_cell, 0)]
+    # the curve leaves the NaN point out, and says so
+    assert any("1 NaN or infinite value(s) of the run not drawn" in c.value for c in at.caption)
 
 
 def test_a_run_that_stored_no_rows_is_said_so(tmp_path, monkeypatch):
@@ -186,3 +188,30 @@ def test_findings_page_says_a_nan_cannot_be_judged(tmp_path, monkeypatch):
     assert len(marks) == 1 and "not checked" in marks[0] and "FAIL" not in marks[0], marks
     said = [c.value for c in at.caption if "NaN" in c.value]
     assert any("select_1pct_nonindexed at nodes_8" in c for c in said), said
+
+
+def test_compare_chart_leaves_out_nan_and_infinite_points(tmp_path, monkeypatch):
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    _run(store, "first", [2.0, 1.0, 0.5, 0.25])
+    _run(store, "second", [2.0, math.nan, math.inf, 0.3])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app(COMPARE)
+    assert any("2 NaN or infinite value(s) not drawn" in c.value for c in at.caption)
+    rows_a, rows_b = (store.rows(run_id=r["run_id"]) for r in store.runs()[:2])
+    chart = explorer.comparison_chart(explorer.comparison_curves(rows_a, rows_b, "response_time"),
+                                      "response_time", "s").to_dict()
+    drawn = [v for d in chart["datasets"].values() for v in (p["value"] for p in d)]
+    assert len(drawn) == 6 and all(math.isfinite(v) for v in drawn)
+    assert chart["encoding"]["y"]["scale"] == {"zero": True}  # inf does not make it log scale
+
+
+def test_compare_page_says_when_no_point_can_be_drawn(tmp_path, monkeypatch):
+    path = tmp_path / "results.duckdb"
+    store = ResultsStore(path)
+    _run(store, "first", [math.nan] * 4)
+    _run(store, "second", [math.inf, math.nan, math.inf, math.nan])
+    monkeypatch.setenv("MINIDB_RESULTS", str(path))
+    at = open_app(COMPARE)
+    assert any("is NaN or infinite: nothing to draw" in m.value for m in at.markdown)
+    assert "4 rows in both runs" in next(m.value for m in at.markdown if "rows in both" in m.value)
