@@ -914,15 +914,18 @@ def curve_chart(curves: pd.DataFrame, published: pd.DataFrame, ideal: pd.DataFra
 def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
                 row_names: Iterable[str] | None = None) -> pd.DataFrame:
     """The run's own table for ``metric``: one line per row slug, one column per column slug
-    (ordered along the axis when the slugs have one)."""
+    (ordered along the axis when the slugs have one). A stored NaN keeps its line and column;
+    ``table.attrs["stored"]`` lists the [row, column] cells the run stored, for ``style_pivot``
+    to tell a stored NaN from a cell the run has no row for."""
     wanted = set(row_names) if row_names is not None else None
     picked = [r for r in rows if r["metric"] == metric and r["clock"] == clock
               and (wanted is None or r["row"] in wanted)]
     if not picked:
         return pd.DataFrame()
-    frame = pd.DataFrame(picked)
-    table = frame.pivot_table(index="row", columns="column", values="value", aggfunc="first",
-                              sort=False)
+    frame = pd.DataFrame(picked).drop_duplicates(["row", "column"])
+    table = frame.pivot(index="row", columns="column", values="value")
+    table = table.loc[list(dict.fromkeys(frame["row"]))]
+    table.attrs["stored"] = [[r, c] for r, c in zip(frame["row"], frame["column"], strict=True)]
 
     def order(column: str) -> tuple:
         position = column_position(column)
@@ -931,6 +934,16 @@ def pivot_frame(rows: list[dict], metric: str, clock: str = "modeled",
     table = table[sorted(table.columns, key=order)]
     table.columns.name = None
     return table
+
+
+def style_pivot(table: pd.DataFrame):
+    """``pivot_frame``'s table for display: 4 significant digits, "NaN" where the run stored a
+    NaN and "-" where it has no row."""
+    styler = table.style.format("{:.4g}", na_rep="-")
+    for row, column in table.attrs.get("stored", ()):
+        if column in table.columns and pd.isna(table.at[row, column]):
+            styler = styler.format(na_rep="NaN", subset=pd.IndexSlice[[row], [column]])
+    return styler
 
 
 def run_scale(store: ResultsStore, rows: list[dict]) -> float | None:

@@ -138,7 +138,7 @@ if rows:
 
     st.subheader(f"The run's {metric} ({clock} clock)")
     table = explorer.pivot_frame(rows, metric, clock, chosen or None)
-    st.dataframe(table.style.format("{:.4g}", na_rep="-"))
+    st.dataframe(explorer.style_pivot(table))
 
 notes = explorer.shape_notes(store, paper, reference)
 if notes:

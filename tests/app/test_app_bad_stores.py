@@ -111,6 +111,11 @@ def test_published_page_shows_a_stored_nan_as_reproduced_and_off(tmp_path, monke
     assert ("background-color", "#f8d7da") in shown._compute().ctx[(nan_cell, 0)]
     # the curve leaves the NaN point out, and says so
     assert any("1 NaN or infinite value(s) of the run not drawn" in c.value for c in at.caption)
+    # the run's own table keeps the NaN's column (a pivot dropped it), shown as NaN, not "-"
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["nodes_1", "nodes_8"]
+    assert "NaN" in explorer.style_pivot(explorer.pivot_frame(
+        store.rows(run_id=run_id), "response_time")).to_html()
 
 
 def test_a_run_that_stored_no_rows_is_said_so(tmp_path, monkeypatch):
