@@ -500,6 +500,22 @@ def test_network_share_at_32kb_is_near_the_papers(page_rows):
     assert verdict.status == "pass", verdict.detail
 
 
+def test_a_nan_fails_the_finding_that_reads_it_and_names_the_cell():
+    """A NaN compares false with every bar, so without a guard a check passes or fails on it by
+    accident (``nan < bar`` is False either way round): a finding that reads one fails and says
+    which cell, even where its check would skip a missing row."""
+    def row(q, nodes, speedup):
+        return {"experiment": "gamma.selection_speedup", "metric": "speedup", "clock": "modeled",
+                "row": q, "column": f"nodes_{nodes}", "parameters": {}, "value": speedup}
+
+    rows = [row(f"select_{q}_nonindexed", 8, 8.0) for q in ("0pct", "1pct", "10pct")]
+    assert _verdict(rows, "gamma.nonindexed_speedup_near_linear").status == "pass"
+    rows[1]["value"] = float("nan")
+    verdict = _verdict(rows, "gamma.nonindexed_speedup_near_linear")
+    assert verdict.status == "fail", verdict.detail
+    assert "NaN" in verdict.detail and "select_1pct_nonindexed at nodes_8" in verdict.detail
+
+
 def test_nonindexed_speedup_finding_includes_the_10pct_query(break_profile):
     def row(q, nodes, speedup):
         return {"experiment": "gamma.selection_speedup", "metric": "speedup", "clock": "modeled",

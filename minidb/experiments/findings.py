@@ -100,6 +100,12 @@ class Missing(Exception):
     """The rows a finding needs are not there."""
 
 
+class NotANumber(Exception):
+    """A row a finding needs holds NaN (or no value): the run produced no number where the
+    claim needs one. That is a failure of the run, not a missing run, so the finding fails
+    (with this message) rather than being "not checked", and ``report --strict`` exits 1."""
+
+
 def finding(name: str, paper: str, source: str, claim: str, experiment: str) -> Callable:
     def wrap(check: Callable[[list[dict]], tuple[bool, str]]) -> Callable:
         FINDINGS.append(Finding(name, paper, source, claim, experiment, check))
@@ -108,12 +114,13 @@ def finding(name: str, paper: str, source: str, claim: str, experiment: str) -> 
 
 
 def _value(row: dict) -> float:
-    """The value of a stored row; a NaN (or a missing value) cannot be judged, so a finding that
-    reads one is not checked rather than failed (NaN compares false with every bar)."""
+    """The value of a stored row. A NaN compares false with every bar, so a check would pass or
+    fail by accident on it: it raises ``NotANumber`` instead, which fails the finding by name."""
     value = row["value"]
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        raise Missing(f"{row['experiment']} stored no number (NaN) for {row['row']} at "
-                      f"{row['column']} ({row['metric']})")
+        raise NotANumber(f"{row['experiment']} stored no number (NaN) for {row['row']} at "
+                         f"{row['column']} ({row['metric']}); a run that yields no number "
+                         f"cannot bear the claim out")
     return value
 
 
@@ -1105,6 +1112,8 @@ def check_findings(rows: list[dict], paper: str | None = None) -> list[FindingRe
             status = "pass" if ok else "fail"
         except Missing as missing:
             status, detail = "not checked", str(missing)
+        except NotANumber as nan:
+            status, detail = "fail", str(nan)
         out.append(FindingResult(f.name, f.paper, f.source, f.claim, status, detail))
     return out
 

@@ -173,9 +173,10 @@ def test_a_store_locked_while_a_page_is_open_is_one_line(store_path, lock_after_
     assert len(at.error) == 1, [e.value for e in at.error]
 
 
-def test_findings_page_says_a_nan_cannot_be_judged(tmp_path, monkeypatch):
-    """A NaN compares false with every bar: the finding that reads it is not checked, on the
-    page as in ``minidb report`` (both use ``check_findings``), never FAIL."""
+def test_findings_page_fails_a_nan_by_name(tmp_path, monkeypatch):
+    """A NaN compares false with every bar, so a check on it would pass or fail by accident: the
+    finding that reads it fails and says which cell held the NaN, on the page as in
+    ``minidb report`` (both use ``check_findings``)."""
     path = tmp_path / "results.duckdb"
     store = ResultsStore(path)
     run_id = store.begin_run("gamma.selection_speedup", "gamma", {"nodes": [1, 8]}, scale=1.0,
@@ -190,7 +191,7 @@ def test_findings_page_says_a_nan_cannot_be_judged(tmp_path, monkeypatch):
     at.selectbox(key="findings_paper").select("gamma").run()
     assert not at.exception, at.exception
     marks = [m.value for m in at.markdown if "gamma.nonindexed_speedup_near_linear" in m.value]
-    assert len(marks) == 1 and "not checked" in marks[0] and "FAIL" not in marks[0], marks
+    assert len(marks) == 1 and "FAIL" in marks[0], marks
     said = [c.value for c in at.caption if "NaN" in c.value]
     assert any("select_1pct_nonindexed at nodes_8" in c for c in said), said
 
