@@ -41,3 +41,19 @@ def test_relative_links_between_documents_resolve():
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", doc.read_text()):
             assert (doc.parent / target).is_file(), f"{doc.name} links to missing {target}"
+
+
+def test_reference_row_counts_in_datasets_readme_match_the_files():
+    """datasets/README.md's table gives each reference CSV's row count (header excluded)."""
+    import csv
+
+    listed = re.findall(r"^\| `([a-z0-9_]+\.csv)` \| (\d+) \|", (ROOT / "datasets" / "README.md")
+                        .read_text(), flags=re.MULTILINE)
+    assert listed
+    wrong = []
+    for name, count in listed:
+        with open(ROOT / "datasets" / "reference" / name, newline="") as f:
+            rows = sum(1 for _ in csv.reader(f)) - 1
+        if rows != int(count):
+            wrong.append(f"{name}: README says {count}, the file has {rows}")
+    assert wrong == []
