@@ -106,7 +106,10 @@ def kill_actor(ray, actor) -> None:
     while time.monotonic() < deadline:
         try:
             ray.get(actor.ping.remote(), timeout=1)
-        except ray.exceptions.RayActorError:
+        except ray.exceptions.RayActorError as e:
+            # Ray's frame that raised it refers to it: without the traceback no cycle (holding
+            # object refs) is left for the garbage collector to free on another test's thread
+            e.__traceback__ = None
             return
         except ray.exceptions.GetTimeoutError:
             pass

@@ -8,7 +8,9 @@ file and the page, instead of giving wrong rows.
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 
 import pytest
 from cluster_checks import kill_actor
@@ -142,3 +144,27 @@ def test_a_failed_phase_ends_after_every_node_call_has_ended():
         with pytest.raises(MinidbError, match="node 0 failed"):
             db.backend.call_many([(0, "boom", ()), (1, "slow", ())], "test phase")
         assert finished == ["slow"]
+
+
+def test_a_failed_phase_leaves_no_reference_cycle():
+    """The error of a failed phase must be freed as soon as the caller lets it go, not left in a
+    cycle (error -> traceback -> the backend's frame -> the error) for the garbage collector:
+    that cycle holds the failed node's frames, and the collector frees it on whatever thread
+    allocates next, a node thread of a later query included (a segfault in CI was met there)."""
+
+    def boom():
+        raise MinidbError("node 0 failed")
+
+    with minidb.connect(nodes=2) as db:
+        db.backend.nodes[0].boom = db.backend.nodes[1].boom = boom
+        was_enabled = gc.isenabled()
+        gc.disable()  # only reference counting may free it
+        try:
+            try:
+                db.backend.call_many([(0, "boom", ()), (1, "boom", ())], "test phase")
+            except MinidbError as e:
+                error = weakref.ref(e)
+            assert error() is None
+        finally:
+            if was_enabled:
+                gc.enable()

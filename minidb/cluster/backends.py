@@ -124,7 +124,15 @@ class InlineBackend:
                       if f.done() and f.exception() is not None]
             # the first failure in node order, as it is; a consumer that only stopped because a
             # producer failed (ProducerFailed) gives way to that producer's own error
-            raise next((e for e in failed if not isinstance(e, ProducerFailed)), failed[0])
+            error = next((e for e in failed if not isinstance(e, ProducerFailed)), failed[0])
+            # the error's traceback will hold this frame: drop what the frame holds of it (the
+            # list and the futures), or error and frame form a cycle that only the garbage
+            # collector frees, with the nodes' frames in it, on whatever thread it next runs
+            failed = futures = pending = None
+            try:
+                raise error
+            finally:
+                del error
         for i, method, f in futures:
             if f in pending:
                 raise MinidbError(f"node {i} did not finish {method} within {allowed:.1f} s "
@@ -415,7 +423,13 @@ class RayBackend:
                     elif (other is not None and isinstance(failed.error, ProducerFailed)
                           and not isinstance(other.error, ProducerFailed)):
                         failed = other  # the producer's own error, not its consumer's echo
-                raise failed.error
+                # as inline: this frame must not keep the error its traceback will hold (a
+                # cycle freed by the garbage collector, object refs included, on any thread)
+                error, failed = failed.error, None
+                try:
+                    raise error
+                finally:
+                    del error
         return [ray.get(ref) for ref in refs]
 
     def _failure(self, ref, call: tuple, phase: str) -> _Failure | None:
@@ -425,6 +439,10 @@ class RayBackend:
             ray.get(ref, timeout=0)
             return None
         except ray.exceptions.RayActorError as e:
+            # only the message is kept: Ray's frame that raised it refers to it, so with its
+            # traceback it would be a cycle holding this stack (and its object refs) for the
+            # garbage collector, to be freed on whatever thread it next runs
+            e.__traceback__ = None
             if getattr(e, "actor_init_failed", False):  # the node could not open: say why
                 last = str(e).strip().splitlines()[-1]
                 why = last.split(": ", 1)[-1] if "Error: " in last else last
@@ -432,6 +450,7 @@ class RayBackend:
                                 True, init_error=True)
             return _Failure(self._dead(i, method, phase), True)
         except ray.exceptions.RayTaskError as e:
+            e.__traceback__ = None  # as above
             cause = getattr(e, "cause", None)
             if isinstance(cause, LockError):  # its message names the node already, as inline
                 return _Failure(cause, False)
