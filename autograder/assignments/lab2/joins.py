@@ -22,6 +22,7 @@ never reach it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
@@ -154,25 +155,74 @@ def sorted_runs(seed: int, keys: int, repeats: int, n_probe: int,
     return build, rng.permutation(probe).astype(np.int64)
 
 
+def tuples_per_page() -> int:
+    """The build tuples a page of memory holds in the cases' hash tables (``capacity()``)."""
+    from autograder.assignments.lab2.harness import PAGE_SIZE, relation
+    from minidb.exec.store import hash_table_capacity
+
+    return hash_table_capacity(PAGE_SIZE, relation("b", np.zeros(1, np.int64))[0])
+
+
+def fanout(memory: int) -> int:
+    """The partitions of a level (the README's ``P``)."""
+    return max(2, min(memory - 1, 16, 2 * math.isqrt(memory)))
+
+
+def _level0(keys: np.ndarray, memory: int) -> np.ndarray:
+    """Each key's partition at level 0."""
+    from minidb.hashing import hash_column
+
+    return (hash_column(keys, seed=1) % np.uint64(fanout(memory))).astype(np.intp)
+
+
+def _first_batch(memory: int) -> tuple[int, int]:
+    """``fills_memory``'s tuples of partitions 1 and 2 in the first build batch (a tie), and of
+    partition 1 in all (``limit``, ``memory - 1`` full pages)."""
+    from autograder.assignments.lab2.harness import BUILD_BATCH
+
+    limit = (memory - 1) * tuples_per_page()
+    return min(limit, BUILD_BATCH // 2), limit
+
+
+def fills_memory_budgets() -> range:
+    """The budgets ``fills_memory`` can build its case for: partitions 1 and 2 exist (at least 3
+    partitions) and its first batch (one build batch: partitions 1 and 2 alone) needs more than
+    the budget, so the tie is met when memory first runs out. With a larger budget one batch
+    fits, the tie is never met, and partition 1 is spilled only as the largest."""
+    ok = [m for m in range(4, 64)
+          if fanout(m) >= 3 and -(-2 * _first_batch(m)[0] // tuples_per_page()) > m]
+    assert ok == list(range(ok[0], ok[-1] + 1)), ok
+    return range(ok[0], ok[-1] + 1)
+
+
 def fills_memory(seed: int, memory: int, n_probe: int) -> tuple[np.ndarray, np.ndarray]:
     """Two partitions (1 and 2 of level 0) that tie for the largest when the first build batch
     overflows the budget, so the lower one is spilled; later batches bring partition 1's tuples
     up to exactly ``limit`` = ``(memory - 1) * capacity`` (``memory - 1`` full pages), so the
     spilled pair fits and is joined in memory, not partitioned again. Two thirds of the probe
-    tuples fall in partition 1, a third in partition 2 (so spilling the other one shows)."""
-    from autograder.assignments.lab2.harness import BUILD_BATCH, PAGE_SIZE, relation
-    from minidb.exec.store import hash_table_capacity
-    from minidb.hashing import hash_column
+    tuples fall in partition 1, a third in partition 2 (so spilling the other one shows).
 
-    fanout = max(2, min(memory - 1, 16, 2 * math.isqrt(memory)))
-    limit = (memory - 1) * hash_table_capacity(PAGE_SIZE, relation("b", np.zeros(1, np.int64))[0])
-    first = min(limit, BUILD_BATCH // 2)  # of each partition in the first batch: a tie
+    Only budgets in ``fills_memory_budgets()`` allow it (a ValueError says so); the case built
+    is checked to be what this says (``fills_memory_problem``) for any seed."""
+    budgets = fills_memory_budgets()
+    if memory not in budgets:
+        raise ValueError(f"fills_memory needs a budget of {budgets.start} to {budgets.stop - 1} "
+                         f"pages, not {memory}: with fewer there is no partition 2, with more "
+                         "one build batch fits and partitions 1 and 2 never tie for the largest")
+    if n_probe < 3:
+        raise ValueError(f"fills_memory needs 3 probe tuples or more (partitions 1 and 2 each "
+                         f"need one, or their pair is skipped, not joined), not {n_probe}")
+    first, limit = _first_batch(memory)
     rng = np.random.default_rng(seed)
 
     def keys_of(part: int, n: int, start: int) -> np.ndarray:
-        candidates = rng.permutation(np.arange(start, start + 8 * fanout * n, dtype=np.int64))
-        where = hash_column(candidates, seed=1) % np.uint64(fanout)  # level 0's hash function
-        return candidates[where == part][:n]
+        candidates = rng.permutation(np.arange(start, start + 8 * fanout(memory) * n,
+                                               dtype=np.int64))
+        found = candidates[_level0(candidates, memory) == part][:n]
+        if len(found) < n:  # about 8 n are expected: never seen, but never silently short
+            raise ValueError(f"fills_memory(seed={seed}): only {len(found)} keys of {n} found "
+                             f"for partition {part}")
+        return found
 
     one, two = keys_of(1, limit, 0), keys_of(2, first, 10**7)
     head = np.empty(2 * first, np.int64)
@@ -180,7 +230,91 @@ def fills_memory(seed: int, memory: int, n_probe: int) -> tuple[np.ndarray, np.n
     build = np.concatenate([head, one[first:]])
     probe = np.concatenate([rng.choice(one, n_probe - n_probe // 3), rng.choice(two, n_probe // 3),
                             rng.integers(2 * 10**7, 3 * 10**7, n_probe // 10)])
+    problem = _static_fills_memory_problem(build, memory)
+    if problem:
+        raise ValueError(f"fills_memory(seed={seed}, memory={memory}): {problem}")
     return build, rng.permutation(probe).astype(np.int64)
+
+
+def _static_fills_memory_problem(build: np.ndarray, memory: int) -> str | None:
+    """Why ``build`` is not a "partition that exactly fills memory" input, judged from its keys."""
+    from autograder.assignments.lab2.harness import BUILD_BATCH
+
+    if fanout(memory) < 3:
+        return f"{fanout(memory)} partitions: there is no partition 2"
+    parts = _level0(build, memory)
+    limit = _first_batch(memory)[1]
+    sizes = np.bincount(parts, minlength=fanout(memory))
+    if sizes[1] != limit:
+        return f"partition 1 has {sizes[1]} build tuples, not limit = {limit}"
+    head = np.bincount(parts[:BUILD_BATCH], minlength=fanout(memory))
+    if not head[1] == head[2] == head.max():
+        return f"partitions 1 and 2 do not tie for the largest in the first batch: {head.tolist()}"
+    if -(-int(head.sum()) // tuples_per_page()) <= memory:
+        return "the first batch fits in memory: nothing is spilled while the two tie"
+    return None
+
+
+@dataclass
+class SpillReport:
+    """What minidb's own Hybrid hash join did on an input (``spill_report``)."""
+
+    build_pages: int  # the pages the build input fills
+    spilled: list[int] = field(default_factory=list)  # level 0's partitions spilled, in order
+    deepest: int = 0  # the deepest level a spilled pair was partitioned to
+    memory_loads: int = 0  # spilled pairs joined by memory-loads
+    in_memory: list[tuple[int, int]] = field(default_factory=list)  # (level, build tuples)
+
+
+def spill_report(build: np.ndarray, probe: np.ndarray, memory: int) -> SpillReport:
+    """Run minidb's own Hybrid hash join on the input (through the harness) and say what it
+    spilled, how deep it went and how it joined each spilled pair: what a category such as "a
+    partition bigger than memory" is about."""
+    from autograder.assignments.lab2.harness import run_join
+    from minidb.exec.join.partitioned import HybridHashJoin
+
+    report = SpillReport(-(-len(build) // tuples_per_page()))
+
+    class Watched(HybridHashJoin):
+        def _level(self, builds, probes, level):
+            self.level = level
+            report.deepest = max(report.deepest, level)
+            yield from super()._level(builds, probes, level)
+
+        def spool(self, schema, purpose):
+            if purpose.startswith("build-") and getattr(self, "level", 0) == 0:
+                report.spilled.append(int(purpose.split("-")[1]))
+            return super().spool(schema, purpose)
+
+        def join_in_memory(self, build_rows, probe_batches, *args, **kwargs):
+            report.in_memory.append((getattr(self, "level", 0), len(build_rows)))
+            yield from super().join_in_memory(build_rows, probe_batches, *args, **kwargs)
+
+        def join_by_memory_loads(self, *args, **kwargs):
+            report.memory_loads += 1
+            yield from super().join_by_memory_loads(*args, **kwargs)
+
+    done = run_join(Watched, memory, build, probe)
+    if done["error"]:
+        raise RuntimeError(f"minidb's own Hybrid hash join failed: {done['error']}")
+    return report
+
+
+def fills_memory_problem(build: np.ndarray, probe: np.ndarray, memory: int) -> str | None:
+    """Why a case is not "a partition that exactly fills memory": its keys (``fills_memory``'s
+    promise) and what minidb's own join does with them (partition 1 spilled first, then joined
+    in memory with exactly ``limit`` build tuples, nothing partitioned again)."""
+    problem = _static_fills_memory_problem(build, memory)
+    if problem:
+        return problem
+    run = spill_report(build, probe, memory)
+    limit = _first_batch(memory)[1]
+    if run.spilled[:1] != [1]:
+        return f"the first partition spilled is {run.spilled[:1]}, not partition 1"
+    if (0, limit) not in run.in_memory or run.deepest:
+        return (f"partition 1 was not joined in memory with exactly {limit} build tuples "
+                f"(joined in memory: {run.in_memory}, deepest level {run.deepest})")
+    return None
 
 
 def public_cases() -> list[Case]:

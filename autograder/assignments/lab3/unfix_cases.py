@@ -35,11 +35,15 @@ CATEGORIES = ("one entry", "a hash table", "end of stream", "sort: lock acquisit
 def stream(seed: int, records: int, clusters: int, *, run: tuple[int, int] = (1, 40),
            interleave: int = 1) -> np.ndarray:
     """Cluster ids of ``records`` records: runs of ``run`` records of one cluster (out of
-    ``clusters``), ``interleave`` clusters alternating at a time (a merge's output)."""
+    ``clusters``), ``interleave`` clusters alternating at a time (a merge's output). The ids are
+    spread out (``13 + 7919 k``, k < ``clusters``) so their slots differ from ``k``'s."""
+    if not 1 <= interleave <= clusters:
+        raise ValueError(f"{interleave} clusters alternating at a time need 1 to {clusters}")
     rng = np.random.default_rng(seed)
     out: list[int] = []
     while len(out) < records:
-        group = rng.choice(clusters * 7919 + 13, size=interleave, replace=False)
+        # (not ``rng.choice(clusters * 7919 + 13)``: that drew from ~7919 x clusters ids)
+        group = rng.choice(clusters, size=interleave, replace=False) * 7919 + 13
         length = int(rng.integers(run[0], run[1] + 1))
         for i in range(length):
             out.append(int(group[i % interleave]))

@@ -29,12 +29,37 @@ def commit_case(case_id: str, title: str, points: float, *, category: str, parti
                 hidden: bool = False, about: str = "") -> Case:
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r} for case {case_id}")
+    problem = _not_of_category(category, participants, no_votes, crash_site, drop, duplicate)
+    if problem:
+        raise ValueError(f"case {case_id} is not {category!r}: {problem}")
     inputs = {"participants": participants, "seed": seed, "seeds": seeds,
               "no_votes": list(no_votes), "crash_site": crash_site, "drop": drop,
               "duplicate": duplicate}
     return Case(case_id, title, points, hidden, inputs, {},
                 check=lambda case, obs: check_runs(case.inputs, obs), about=about,
                 category=category)
+
+
+def _not_of_category(category: str, participants: int, no_votes: tuple[int, ...],
+                     crash_site: int | None, drop: float, duplicate: float) -> str | None:
+    """Why these inputs are not of ``category`` (None when they are): each category holds by
+    construction, whatever the seed."""
+    if not set(no_votes) <= set(range(1, participants + 1)):
+        return f"no votes {list(no_votes)} from participants that do not exist"
+    if crash_site is not None and not 0 <= crash_site <= participants:
+        return f"site {crash_site} does not exist"
+    faults = crash_site is not None or drop or duplicate
+    if category == "commit without faults" and (faults or no_votes):
+        return "a fault or a no vote"
+    if category == "a no vote" and not no_votes:
+        return "every participant votes yes"
+    if category == "the coordinator crashes" and crash_site != 0:
+        return "the coordinator does not crash"
+    if category == "a participant crashes" and not crash_site:
+        return "no participant crashes"
+    if category == "a lossy network" and not (drop or duplicate):
+        return "the network neither loses nor repeats messages"
+    return None
 
 
 def _result(inputs: dict, run: dict) -> RunResult:

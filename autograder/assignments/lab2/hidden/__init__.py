@@ -20,30 +20,31 @@ from autograder.assignments.lab2.joins import (
 from autograder.grading import Case
 
 
-def join_cases() -> list[Case]:
-    sk_b, sk_p = skewed(9015, 700, 120, 42)
-    fm_b, fm_p = fills_memory(9023, 8, 1400)
-    sr_b, sr_p = sorted_runs(9024, 10, 450, 2000, 30)
+def join_cases(seed: int = 9000) -> list[Case]:
+    sk_b, sk_p = skewed(seed + 15, 700, 120, 42)
+    fm_b, fm_p = fills_memory(seed + 23, 8, 1400)
+    sr_b, sr_p = sorted_runs(seed + 24, 10, 450, 2000, 30)
     return [
         join_case("D8", "the build input fits in memory, more probe tuples", 6, hidden=True,
-                  build=unique(9011, 1500), probe=draws(9012, 6000, 2500), memory=40,
+                  build=unique(seed + 11, 1500), probe=draws(seed + 12, 6000, 2500), memory=40,
                   category="fits in memory"),
         join_case("D9", "keys repeated on both sides, less memory", 3, hidden=True,
-                  build=draws(9013, 3000, 1500), probe=draws(9014, 2000, 1500), memory=9,
+                  build=draws(seed + 13, 3000, 1500), probe=draws(seed + 14, 2000, 1500), memory=9,
                   category="duplicate keys"),
         join_case("D10", "a quarter of the memory, a larger build input", 6, hidden=True,
-                  build=unique(9016, 8000), probe=draws(9017, 5000, 9000), memory=29,
+                  build=unique(seed + 16, 8000), probe=draws(seed + 17, 5000, 9000), memory=29,
                   category="a quarter of the memory"),
         join_case("D11", "partitions bigger than memory, five pages", 6, hidden=True,
-                  build=unique(9018, 15000), probe=draws(9019, 4000, 15000), memory=5,
+                  build=unique(seed + 18, 15000), probe=draws(seed + 19, 4000, 15000), memory=5,
                   category="a partition bigger than memory"),
         join_case("D12", "every build tuple has the same key, more of them", 5, hidden=True,
                   build=sk_b, probe=sk_p, memory=4, category="one key for every tuple"),
         join_case("D13", "an empty probe input, a larger build input", 5, hidden=True,
-                  build=unique(9020, 1300), probe=np.zeros(0, dtype=np.int64), memory=6,
+                  build=unique(seed + 20, 1300), probe=np.zeros(0, dtype=np.int64), memory=6,
                   category="an empty input"),
         join_case("D14", "text keys, many repeated", 5, hidden=True,
-                  build=text(9021, 2500, 400, 5), probe=text(9022, 1500, 600, 7), memory=7,
+                  build=text(seed + 21, 2500, 400, 5), probe=text(seed + 22, 1500, 600, 7),
+                  memory=7,
                   category="text keys"),
         join_case("D16", "a spilled partition of exactly M - 1 pages, eight pages", 5,
                   hidden=True, build=fm_b, probe=fm_p, memory=8,
