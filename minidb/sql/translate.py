@@ -29,7 +29,7 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
 * ``GROUP BY`` columns, expressions (``GROUP BY x % 10``), SELECT aliases and positions (a
   key written twice counts once); ``HAVING`` over group columns and aggregates (also ones that appear
   only there, and SELECT aliases); ``ORDER BY`` output names, positions or expressions, ASC /
-  DESC; ``LIMIT n``;
+  DESC, NULLS FIRST / LAST (NULLS LAST by default, as in DuckDB); ``LIMIT n``;
 * ``SELECT DISTINCT``; ``COUNT / SUM / AVG(DISTINCT x)`` (one DISTINCT argument per query);
 * ``UNION ALL`` and ``UNION`` of SELECTs, and uncorrelated subqueries (a scalar ``(SELECT ...)``
   and ``x IN (SELECT ...)``): both in ``minidb.sql.compound``;
@@ -155,7 +155,7 @@ class SelectQuery:
     aggregates: list[tuple[str, str, Expr | None]]
     outputs: list[tuple[str, Expr]]  # visible outputs first, then hidden sort keys
     visible: int
-    order: list[tuple[str, bool]]
+    order: list[tuple[str, bool, bool]]  # (output, ascending, nulls_first)
     limit: int | None
     needed: set[str]  # internal column names read above the scans
     distinct: bool = False  # SELECT DISTINCT: duplicates of the visible outputs removed
@@ -995,7 +995,7 @@ class _Select:
             self.out.schema = self._agg_schema()
 
         # ORDER BY
-        order: list[tuple[str, bool]] = []
+        order: list[tuple[str, bool, bool]] = []
         for i, o in enumerate(order_items):
             _check_args(o, {"this", "desc", "nulls_first"}, {"with_fill": "WITH FILL"}, "ORDER BY")
             name = self._order_key(o.this, outputs[:visible], select_items)
@@ -1007,7 +1007,8 @@ class _Select:
                     raise unsupported("ORDER BY a condition")
                 name = _unique_name(f"_order{i}", taken)
                 outputs.append((name, e))
-            order.append((name, not bool(o.args.get("desc"))))
+            # NULLS FIRST must reach the sort: DuckDB's default is NULLS LAST either way
+            order.append((name, not bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
         if distinct is not None and len(outputs) > visible:
             raise MinidbError("for SELECT DISTINCT, ORDER BY expressions must appear in the "
                               "SELECT list; order by an output column")
