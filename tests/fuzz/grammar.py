@@ -33,6 +33,11 @@ that matches nothing), ``DELETE FROM t [WHERE ...]`` and ``CREATE TABLE cN AS SE
 change is applied to both engines; the runner compares minidb's count with DuckDB's, then the
 whole table (``Query.target``), and later queries of the round see the changed tables.
 UPDATE and DELETE conditions hold uncorrelated subqueries (flag ``dml_subquery``).
+Then what a student would write beside that: ``CASE x WHEN v THEN ...``, CASE with several
+WHENs, without ELSE or with text results, ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)``; ``GROUP BY 1``
+and ``GROUP BY`` an alias; ``UNION``; a ``LEFT JOIN`` with more ``ON`` terms; ``ORDER BY ...
+NULLS FIRST / LAST``; NULL in IN lists and BETWEEN bounds, ``NOT BETWEEN``; a subquery inside
+an IN subquery; ``-x`` and ``3 - x`` (flags ``case_forms`` to ``unary_minus``).
 
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
@@ -84,6 +89,16 @@ FEATURES: dict[str, bool] = {
     "dml": True,
     # uncorrelated subqueries in UPDATE / DELETE conditions (run first, their answers written in)
     "dml_subquery": True,
+    # What a student writes beside the above (docs/sql.md lists each as supported):
+    # CASE x WHEN v THEN ..., several WHENs, no ELSE (NULL), text results, SUM(CASE ...)
+    "case_forms": True,
+    "group_by_alias": True,  # GROUP BY 1 / GROUP BY an output's alias
+    "union": True,  # SELECT ... UNION SELECT ... (duplicates removed)
+    "left_join_on_terms": True,  # LEFT JOIN b ON a.k = b.k AND b.x > 3 (and a.y < b.z ...)
+    "nulls_first": True,  # ORDER BY x NULLS FIRST / NULLS LAST
+    "null_literals": True,  # x IN (1, NULL), x BETWEEN NULL AND 3, x NOT BETWEEN ...
+    "nested_subquery": True,  # x IN (SELECT y FROM t WHERE z > (SELECT AVG(w) FROM t2))
+    "unary_minus": True,  # -x, and the literal on the left: 3 - x
 }
 
 
@@ -223,6 +238,9 @@ class Query:
     limit: int | None = None
     # how ORDER BY names an output column (its alias or expression text) instead of its position
     order_names: dict[int, str] = field(default_factory=dict)
+    # ORDER BY positions written with NULLS FIRST / NULLS LAST (flag ``nulls_first``); NULLs
+    # come last where nothing is written, as in DuckDB
+    nulls: dict[int, str] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     hint: str | None = None  # a planner hint for minidb only ("index", "nested_loops", ...)
     tables: set[str] = field(default_factory=set)  # names of the tables it reads
@@ -234,8 +252,9 @@ class Query:
     def sql(self, with_limit: bool = True) -> str:
         text = self.body
         if self.order:
-            text += " ORDER BY " + ", ".join(f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
-                                             for p, d in self.order)
+            text += " ORDER BY " + ", ".join(
+                f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
+                + (f" NULLS {self.nulls[p]}" if p in self.nulls else "") for p, d in self.order)
         if with_limit and self.limit is not None:
             text += f" LIMIT {self.limit}"
         return text
@@ -316,10 +335,30 @@ class QueryGenerator:
                 where_terms.append(eq)
             else:
                 join = "LEFT JOIN" if left_join else "JOIN"
+                if left_join and self.on("left_join_on_terms", 0.5):
+                    eq += f" AND {self._on_term(sources[0], sources[1])}"
+                    self.traits.add("left_join_on_terms")
                 text += f" {join} {picked[j].name} {sources[j].alias} ON {eq}"
         if left_join:
             self.traits.add("left_join")
         return sources, text, where_terms
+
+    def _on_term(self, left: _Source, right: _Source) -> str:
+        """A LEFT JOIN's further ON condition: on the right table alone (it filters that table),
+        on the left alone, or comparing the two (never a second equality of the two tables,
+        which the parallel engine refuses). A left row that no pair satisfies is padded."""
+        r = self.rng.random()
+        if r < 0.4:
+            return self.comparison([right])
+        if r < 0.6:
+            return self.comparison([left])
+        lcol = self.rng.choice(left.table.columns)
+        others = [c for c in right.table.columns if c.numeric == lcol.numeric] or \
+            [right.table.column("k")]
+        if not others[0].numeric == lcol.numeric:
+            lcol = left.table.column("k")
+        op = self.rng.choice(["<", "<=", ">", "<>"])
+        return f"{left.ref(lcol)} {op} {right.ref(self.rng.choice(others))}"
 
     def _join_equality(self, left: _Source, right: _Source) -> str:
         lcol = self.rng.choice(left.table.columns) if self.rng.random() < 0.5 \
@@ -355,7 +394,7 @@ class QueryGenerator:
         if q.order and "*" not in items[0] and self.on("order_by_name", 0.5):
             for p, _ in q.order:  # the alias, or the expression as written
                 item = items[p - 1]
-                alias = re.search(r" AS (c\d+)$", item)  # not CAST(x AS BIGINT)'s AS
+                alias = re.search(r" AS ([cg]\d+)$", item)  # not CAST(x AS BIGINT)'s AS
                 q.order_names[p] = alias.group(1) if alias else item
             q.traits.add("order_by_name")
         q.hint = self._hint()
@@ -366,6 +405,10 @@ class QueryGenerator:
             positions = self.rng.sample(range(1, n_outputs + 1), self.rng.randint(1, n_outputs))
             q.order = [(p, self.rng.random() < 0.4) for p in positions]
             q.traits.add("order_by")
+            for p in positions:
+                if self.on("nulls_first", 0.25):
+                    q.nulls[p] = self.rng.choice(["FIRST", "FIRST", "LAST"])
+                    q.traits.add("nulls_first")
             if self.rng.random() < 0.6:
                 q.limit = self.rng.choice([0, 1, 2, 3, 5, 10, 50])
                 q.traits.add("limit")
@@ -415,6 +458,15 @@ class QueryGenerator:
         items = list(group) + aggs
         if group and self.rng.random() < 0.3:
             items = aggs + group  # group columns need not come first
+        if group and self.on("group_by_alias", 0.3):  # GROUP BY 2, or GROUP BY g0 (an alias)
+            self.traits.add("group_by_alias")
+            for j, key in enumerate(list(group)):
+                pos = items.index(key) + 1
+                if self.rng.random() < 0.5:
+                    group[j] = str(pos)
+                else:
+                    items[pos - 1] = f"{key} AS g{j}"
+                    group[j] = f"g{j}"
         return items, group
 
     def _group_key(self, src: _Source, col) -> str:
@@ -444,6 +496,11 @@ class QueryGenerator:
             if func != "COUNT" and arg.kind == "int64" and arg.wide:
                 self.traits.add("sum_wide_int64")
             return f"{func}(DISTINCT {self.distinct_ref})"
+        if func in ("SUM", "AVG", "COUNT") and self.on("case_forms", 0.15):  # SUM(CASE ...)
+            self.traits |= {"case", "case_forms"}
+            value = "1" if func != "AVG" else self.numeric_expr(sources)
+            otherwise = " ELSE 0" if func == "SUM" and self.rng.random() < 0.6 else ""
+            return f"{func}(CASE WHEN {self.comparison(sources)} THEN {value}{otherwise} END)"
         if func in ("SUM", "AVG"):
             if self.rng.random() < 0.25:
                 return f"{func}({self.numeric_expr(sources)})"
@@ -466,6 +523,9 @@ class QueryGenerator:
         left = src.ref(col)
         if self.on("scalar_functions", 0.15):
             left = f"ABS({left})"
+        if self.on("unary_minus", 0.1):
+            left = f"-{left}"
+            self.traits.add("unary_minus")
         if depth < 1 and self.rng.random() < 0.3:
             right = self.numeric_expr(sources, depth + 1)
             op = self.rng.choice(["+", "-", "*"])
@@ -474,6 +534,9 @@ class QueryGenerator:
             if op == "%" and col.kind == "float64":
                 op = "*"
             right = sql_literal(self._nonzero_literal(integral=op == "%"))
+            if op in "+-*" and self.on("unary_minus", 0.15):  # 3 - x (never dividing by x)
+                left, right = right, left
+                self.traits.add("unary_minus")
         self.traits.add("arithmetic")
         return f"({left} {op} {right})"
 
@@ -525,7 +588,14 @@ class QueryGenerator:
             low, high = sorted([self.literal_for(col), self.literal_for(col)],
                                key=lambda v: (isinstance(v, str), v))
             self.traits.add("between")
-            return f"{src.ref(col)} BETWEEN {sql_literal(low)} AND {sql_literal(high)}"
+            between = "BETWEEN"
+            if self.on("null_literals", 0.25):
+                self.traits.add("null_literals")
+                if self.rng.random() < 0.5:
+                    between = "NOT BETWEEN"
+                else:
+                    low, high = self.rng.choice([(None, high), (low, None)])
+            return f"{src.ref(col)} {between} {sql_literal(low)} AND {sql_literal(high)}"
         if r < 0.35 and col.numeric and not col.wide:
             return f"{self.numeric_expr([src])} {op} {sql_literal(self.literal_for(col))}"
         lit = self.literal_for(col)
@@ -553,7 +623,11 @@ class QueryGenerator:
             self.traits.add("is_null")
             return f"{src.ref(col)} IS {self.rng.choice(['', 'NOT '])}NULL"
         if self.on("in_list", 0.12):
-            values = ", ".join(sql_literal(self.literal_for(col)) for _ in range(self.rng.randint(1, 4)))
+            values = [self.literal_for(col) for _ in range(self.rng.randint(1, 4))]
+            if self.on("null_literals", 0.2):  # x IN (1, NULL) is NULL, not false, where x <> 1
+                values.insert(self.rng.randrange(len(values) + 1), None)
+                self.traits.add("null_literals")
+            values = ", ".join(map(sql_literal, values))
             self.traits.add("in_list")
             return f"{src.ref(col)} {self.rng.choice(['', 'NOT '])}IN ({values})"
         text_cols = [c for c in src.table.columns if c.kind == "char"]
@@ -592,12 +666,42 @@ class QueryGenerator:
 
     def _case(self, sources: list[_Source]) -> str:
         self.traits.add("case")
+        if self.on("case_forms", 0.5):
+            return self._case_form(sources)
         cond = self.comparison(sources)
         if self.on("in_subquery", 0.2) and not self.no_subqueries:  # IN (SELECT ...) as a value
             src = self.rng.choice(sources)
             cond = self._in_subquery(src, self.rng.choice(src.table.columns))
         return f"CASE WHEN {cond} THEN {self.numeric_expr(sources)} " \
             f"ELSE {sql_literal(self.rng.randint(-3, 3))} END"
+
+    def _case_form(self, sources: list[_Source]) -> str:
+        """The other CASEs: ``CASE x WHEN v THEN ...``, several WHENs, no ELSE (NULL where no
+        branch holds), text results."""
+        self.traits.add("case_forms")
+        text = self.rng.random() < 0.3
+        src = self.rng.choice(sources)
+        text_cols = [c for c in src.table.columns if c.kind == "char"]
+
+        def result() -> str:
+            if not text:
+                return self.numeric_expr(sources) if self.rng.random() < 0.5 \
+                    else sql_literal(self.rng.randint(-3, 3))
+            if text_cols and self.rng.random() < 0.4:
+                return src.ref(self.rng.choice(text_cols))
+            return sql_literal(self.rng.choice(ASCII_WORDS))
+
+        n = self.rng.choice([1, 2, 3])
+        if self.rng.random() < 0.5:  # simple CASE: CASE x WHEN v1 THEN ... WHEN v2 THEN ...
+            col = self.rng.choice(src.table.columns)
+            whens = " ".join(f"WHEN {sql_literal(self.literal_for(col))} THEN {result()}"
+                             for _ in range(n))
+            head = f"CASE {src.ref(col)} {whens}"
+        else:
+            head = "CASE " + " ".join(f"WHEN {self.comparison(sources)} THEN {result()}"
+                                      for _ in range(n))
+        tail = f" ELSE {result()} END" if self.rng.random() < 0.5 else " END"
+        return head + tail
 
     def _cast(self, sources: list[_Source]) -> str:
         src = self.rng.choice(sources)
@@ -634,7 +738,12 @@ class QueryGenerator:
             col = src.table.column("k")
         inner = self.rng.choice(cols)
         where = ""
-        if self.rng.random() < 0.5:
+        numeric = [c for c in t.columns if c.numeric]
+        if self.on("nested_subquery", 0.2):  # a subquery inside the subquery
+            self.traits.add("nested_subquery")
+            where = f" WHERE {self.rng.choice(numeric).name} {self.rng.choice(['<', '>=', '='])} " \
+                f"{self._scalar_subquery()}"
+        elif self.rng.random() < 0.5:
             c = self.rng.choice(t.columns)
             where = f" WHERE {c.name} {self.rng.choice(['<', '>=', '<>'])} " \
                 f"{sql_literal(self.literal_for(c))}"
@@ -748,4 +857,8 @@ class QueryGenerator:
             where = f" WHERE {self.predicate([src])}" if self.rng.random() < 0.5 else ""
             parts.append(f"SELECT {self.rng.choice(cols).name} FROM {t.name}{where}")
         self.traits.add("union_all")
-        return Query(" UNION ALL ".join(parts), tables={t.name for t in picked})
+        word = " UNION ALL "
+        if self.on("union", 0.4):  # UNION: duplicates removed (NULLs are duplicates of each other)
+            word = " UNION "
+            self.traits.add("union")
+        return Query(word.join(parts), tables={t.name for t in picked})
