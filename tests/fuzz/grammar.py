@@ -37,7 +37,8 @@ Then what a student would write beside that: ``CASE x WHEN v THEN ...``, CASE wi
 WHENs, without ELSE or with text results, ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)``; ``GROUP BY 1``
 and ``GROUP BY`` an alias; ``UNION``; a ``LEFT JOIN`` with more ``ON`` terms; ``ORDER BY ...
 NULLS FIRST / LAST``; NULL in IN lists and BETWEEN bounds, ``NOT BETWEEN``; a subquery inside
-an IN subquery; ``-x`` and ``3 - x`` (flags ``case_forms`` to ``unary_minus``).
+an IN subquery; ``-x`` and ``3 - x``; HAVING with AND / OR / NOT and a scalar subquery
+(flags ``case_forms`` to ``having_forms``).
 
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
@@ -99,6 +100,8 @@ FEATURES: dict[str, bool] = {
     "null_literals": True,  # x IN (1, NULL), x BETWEEN NULL AND 3, x NOT BETWEEN ...
     "nested_subquery": True,  # x IN (SELECT y FROM t WHERE z > (SELECT AVG(w) FROM t2))
     "unary_minus": True,  # -x, and the literal on the left: 3 - x
+    # HAVING a AND / OR b, NOT, and an aggregate against a scalar subquery
+    "having_forms": True,
 }
 
 
@@ -508,7 +511,17 @@ class QueryGenerator:
                 self.traits.add("sum_wide_int64")
         return f"{func}({src.ref(col)})"
 
-    def _having(self, sources: list[_Source]) -> str:
+    def _having(self, sources: list[_Source], depth: int = 0) -> str:
+        if depth == 0 and self.on("having_forms", 0.4):
+            self.traits.add("having_forms")
+            r = self.rng.random()
+            if r < 0.5:
+                op = self.rng.choice(["AND", "OR"])
+                return f"({self._having(sources, 1)} {op} {self._having(sources, 1)})"
+            if r < 0.7:
+                return f"NOT ({self._having(sources, 1)})"
+            if not self.no_subqueries:
+                return f"COUNT(*) {self.rng.choice(['>', '<='])} {self._scalar_subquery()}"
         agg = self.aggregate(sources)
         if agg.startswith(("MIN(", "MAX(")) and "(DISTINCT" not in agg:
             agg = "COUNT(*)"
