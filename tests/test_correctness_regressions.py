@@ -15,6 +15,7 @@ The rules these tests pin down are written once in the code:
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import duckdb
 import numpy as np
@@ -711,3 +712,27 @@ def test_order_by_nulls_first(nodes):
                 "SELECT k, id FROM t ORDER BY k NULLS FIRST, id LIMIT 7",
                 "SELECT k FROM t UNION SELECT k + 1 FROM t ORDER BY 1 DESC NULLS FIRST"]:
         assert db.sql(sql).to_pylist() == con.execute(sql).fetchall(), sql
+
+
+# -- DECIMAL arithmetic ---------------------------------------------------------------------------
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
+    """DuckDB reads 0.1 as an exact DECIMAL, so ``k * 0.1 + 0.2 = 0.3`` holds for k = 1; minidb
+    computed the float 0.30000000000000004 and found no row. A DECIMAL result is now rounded
+    to its scale (``Arith.scale``): the values and comparisons are DuckDB's, to the last bit."""
+    t = pa.table({"k": pa.array(list(range(-12, 13)) + [None], pa.int32()),
+                  "f": pa.array([x / 10 for x in range(-12, 13)] + [None], pa.float64())})
+    db = _connect(nodes)
+    db.create_table("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ["SELECT k FROM t WHERE k * 0.1 + 0.2 = 0.3",
+                "SELECT k FROM t WHERE 1.1 * k - 0.1 = 3.2",
+                "SELECT k FROM t WHERE f = 0.1 + 0.2",  # a bound on f, read as 0.3
+                "SELECT k FROM t WHERE k * 0.1 = f",
+                "SELECT k, k * 0.1, k * 0.3 - 0.1, k % 0.7, -k * 0.01, (k * 0.1) / 3 FROM t",
+                "SELECT k * 0.1 + 0.2 AS d, COUNT(*) FROM t GROUP BY d"]:
+        mine = sorted((list(r) for r in db.sql(sql).to_pylist()), key=repr)
+        theirs = sorted(([float(v) if isinstance(v, Decimal) else v for v in r]
+                         for r in con.execute(sql).fetchall()), key=repr)
+        assert mine == theirs, sql
