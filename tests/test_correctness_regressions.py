@@ -731,7 +731,9 @@ def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
                 "SELECT k FROM t WHERE f = 0.1 + 0.2",  # a bound on f, read as 0.3
                 "SELECT k FROM t WHERE k * 0.1 = f",
                 "SELECT k, k * 0.1, k * 0.3 - 0.1, k % 0.7, -k * 0.01, (k * 0.1) / 3 FROM t",
-                "SELECT k * 0.1 + 0.2 AS d, COUNT(*) FROM t GROUP BY d"]:
+                "SELECT k * 0.1 + 0.2 AS d, COUNT(*) FROM t GROUP BY d",
+                "SELECT ABS(-0.1) * k, CASE WHEN k > 0 THEN 0.1 ELSE k * 0.01 END * 3, "
+                "CASE WHEN k > 0 THEN f ELSE 0.1 END + 0.2 FROM t"]:
         mine = sorted((list(r) for r in db.sql(sql).to_pylist()), key=repr)
         theirs = sorted(([float(v) if isinstance(v, Decimal) else v for v in r]
                          for r in con.execute(sql).fetchall()), key=repr)

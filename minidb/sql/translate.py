@@ -648,14 +648,24 @@ class _ExprBuilder:
         if number_type(e, self.schema) != "decimal":
             return e
         scales = [self._scale(value, part) for value, part in ((left, node.this), (right, node.expression))]
-        if None in scales:  # ABS or CASE of a DECIMAL: left unrounded
+        if None in scales:
             return e
         scale = sum(scales) if op == "*" else max(scales)
         return Arith(op, left, right, scale) if scale <= 18 else e
 
     def _scale(self, value: Expr, node: exp.Expression) -> int | None:
         """The DECIMAL scale of an operand: its digits after the point for a literal, 0 for an
-        integer, an inner DECIMAL operation's own; None where it is not known."""
+        integer, an inner DECIMAL operation's own, ABS's argument's, the largest of a CASE's
+        results; None where it is not known."""
+        node = _unparen(node)
+        if isinstance(value, Abs) and isinstance(node, exp.Abs):
+            return self._scale(value.value, node.this)
+        if isinstance(value, Case) and isinstance(node, exp.Case):
+            parts = [(r, b.args["true"]) for r, b in zip(value.results, node.args["ifs"], strict=True)]
+            if value.otherwise is not None:
+                parts.append((value.otherwise, node.args["default"]))
+            scales = [self._scale(v, n) for v, n in parts if not isinstance(v, Null)]
+            return None if None in scales or not scales else max(scales)
         if isinstance(value, Arith):
             return value.scale if value.scale is not None else \
                 (0 if number_type(value, self.schema) == "integer" else None)
