@@ -38,7 +38,7 @@ WHENs, without ELSE or with text results, ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)
 and ``GROUP BY`` an alias; ``UNION``; a ``LEFT JOIN`` with more ``ON`` terms; ``ORDER BY ...
 NULLS FIRST / LAST``; NULL in IN lists and BETWEEN bounds, ``NOT BETWEEN``; a subquery inside
 an IN subquery; ``-x`` and ``3 - x``; HAVING with AND / OR / NOT and a scalar subquery
-(flags ``case_forms`` to ``having_forms``).
+(flags ``case_forms`` to ``having_forms``); literals such as 0.1 (``decimal_literals``).
 
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
@@ -56,6 +56,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -102,6 +103,9 @@ FEATURES: dict[str, bool] = {
     "unary_minus": True,  # -x, and the literal on the left: 3 - x
     # HAVING a AND / OR b, NOT, and an aggregate against a scalar subquery
     "having_forms": True,
+    # literals such as 0.1 and 0.3, which no double holds exactly: DuckDB computes k * 0.1 + 0.2
+    # as an exact DECIMAL, so (k * 0.1 + 0.2) = 0.3 holds for k = 1
+    "decimal_literals": True,
 }
 
 
@@ -556,6 +560,9 @@ class QueryGenerator:
     def _nonzero_literal(self, integral: bool):
         v = self.rng.choice([1, 2, 3, -3, 7]) if integral or self.rng.random() < 0.6 \
             else self.rng.choice([0.5, 1.5, -2.25, 4.0])
+        if not integral and self.on("decimal_literals", 0.2):
+            v = self.rng.choice([0.1, 0.3, 1.1, -0.7])
+            self.traits.add("decimal_literals")
         return v
 
     def literal_for(self, col: ColumnSpec):
@@ -610,6 +617,8 @@ class QueryGenerator:
                     low, high = self.rng.choice([(None, high), (low, None)])
             return f"{src.ref(col)} {between} {sql_literal(low)} AND {sql_literal(high)}"
         if r < 0.35 and col.numeric and not col.wide:
+            if col.kind != "float64" and self.on("decimal_literals", 0.3):
+                return self._decimal_comparison(src, col, op)
             return f"{self.numeric_expr([src])} {op} {sql_literal(self.literal_for(col))}"
         lit = self.literal_for(col)
         if col.kind == "float64" and isinstance(lit, int) and op in ("<", ">", "<=", ">="):
@@ -617,6 +626,14 @@ class QueryGenerator:
         if col.kind != "float64" and isinstance(lit, float) and op == "=":
             self.traits.add("int_col_float_literal_eq")
         return f"{src.ref(col)} {op} {sql_literal(lit)}"
+
+    def _decimal_comparison(self, src: _Source, col: ColumnSpec, op: str) -> str:
+        """``(i * 0.1 + 0.2) = 0.3``: an integer column times a decimal literal, compared with
+        the exact value that one of the data's integers gives (written exactly, with Decimal)."""
+        factor, term = self.rng.choice(["0.1", "0.3", "1.1", "-0.7"]), self.rng.choice(["0.2", "-0.1"])
+        v = self.rng.randint(-6, 6) if col.name == "k" else self.rng.randint(-20, 20)
+        self.traits |= {"decimal_literals", "arithmetic"}
+        return f"({src.ref(col)} * {factor} + {term}) {op} {Decimal(v) * Decimal(factor) + Decimal(term)}"
 
     def predicate(self, sources: list[_Source], depth: int = 0) -> str:
         """A condition: comparisons combined with AND / OR / NOT (and flagged forms)."""
@@ -632,6 +649,10 @@ class QueryGenerator:
     def _flagged_predicate(self, sources: list[_Source]) -> str | None:
         src = self.rng.choice(sources)
         col = self.rng.choice(src.table.columns)
+        ints = [c for c in src.table.columns if c.kind in ("int32", "int64") and not c.wide]
+        if ints and self.on("decimal_literals", 0.08):
+            return self._decimal_comparison(src, self.rng.choice(ints),
+                                            self.rng.choice(["=", "=", "<>", "<=", ">"]))
         if self.on("nulls", 0.15):
             self.traits.add("is_null")
             return f"{src.ref(col)} IS {self.rng.choice(['', 'NOT '])}NULL"
