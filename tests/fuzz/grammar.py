@@ -306,6 +306,7 @@ class QueryGenerator:
         # the DISTINCT aggregates' argument (minidb takes one per query)
         self.distinct_argument: ColumnSpec | None = None
         self.distinct_ref = ""
+        self.group_keys: list[str] = []  # the GROUP BY keys as written (for HAVING on a key)
         r = self.rng.random()
         if self.on("dml", 0.12):
             q = self._dml()
@@ -465,6 +466,7 @@ class QueryGenerator:
         items = list(group) + aggs
         if group and self.rng.random() < 0.3:
             items = aggs + group  # group columns need not come first
+        self.group_keys = list(group)  # as written, before GROUP BY 2 / an alias: for HAVING
         if group and self.on("group_by_alias", 0.3):  # GROUP BY 2, or GROUP BY g0 (an alias)
             self.traits.add("group_by_alias")
             for j, key in enumerate(list(group)):
@@ -524,12 +526,26 @@ class QueryGenerator:
                 return f"({self._having(sources, 1)} {op} {self._having(sources, 1)})"
             if r < 0.7:
                 return f"NOT ({self._having(sources, 1)})"
+            if r < 0.85 and self.group_keys:  # a condition on a group key: HAVING k % 3 > 0
+                key = self.rng.choice(self.group_keys)
+                if "LOWER(" in key or not self._numeric_key(sources, key):
+                    return f"{key} IS NOT NULL"
+                return f"{key} {self.rng.choice(['>', '<>', '<='])} {self.rng.randint(-3, 3)}"
             if not self.no_subqueries:
                 return f"COUNT(*) {self.rng.choice(['>', '<='])} {self._scalar_subquery()}"
         agg = self.aggregate(sources)
         if agg.startswith(("MIN(", "MAX(")) and "(DISTINCT" not in agg:
             agg = "COUNT(*)"
         return f"{agg} {self.rng.choice(['>', '>=', '<', '='])} {self.rng.randint(-2, 3)}"
+
+    @staticmethod
+    def _numeric_key(sources: list[_Source], key: str) -> bool:
+        """Whether the group key ``key`` (a column reference, maybe in an expression) is a number."""
+        name = re.match(r"(?:(\w+)\.)?(\w+)", key)
+        for s in sources:
+            if name.group(1) in (None, s.alias) and any(c.name == name.group(2) for c in s.table.columns):
+                return s.table.column(name.group(2)).numeric
+        return False
 
     # -- expressions --------------------------------------------------------------------------------
     def numeric_expr(self, sources: list[_Source], depth: int = 0) -> str:
