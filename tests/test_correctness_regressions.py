@@ -733,7 +733,10 @@ def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
                 "SELECT k, k * 0.1, k * 0.3 - 0.1, k % 0.7, -k * 0.01, (k * 0.1) / 3 FROM t",
                 "SELECT k * 0.1 + 0.2 AS d, COUNT(*) FROM t GROUP BY d",
                 "SELECT ABS(-0.1) * k, CASE WHEN k > 0 THEN 0.1 ELSE k * 0.01 END * 3, "
-                "CASE WHEN k > 0 THEN f ELSE 0.1 END + 0.2 FROM t"]:
+                "CASE WHEN k > 0 THEN f ELSE 0.1 END + 0.2 FROM t",
+                # % of DECIMALs is exact too (the float fmod of 0.3 and 0.05 is 0.0499...)
+                "SELECT k, 0.3 % 0.05, k * 0.3 % 0.05, k % -0.7, (k + 0.1) % 0.3 FROM t",
+                "SELECT k FROM t WHERE k * 0.3 % 0.05 = 0"]:
         mine = sorted((list(r) for r in db.sql(sql).to_pylist()), key=repr)
         theirs = sorted(([float(v) if isinstance(v, Decimal) else v for v in r]
                          for r in con.execute(sql).fetchall()), key=repr)

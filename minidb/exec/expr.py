@@ -402,6 +402,8 @@ class Arith(Expr):
         if self.op == "%" and (np.asarray(result).dtype.kind == "i" or _exact(self, batch)):
             check_no_zero_divisor(right, self, _operand(self.left, batch), self._nulls_of(batch))
         if self.scale is not None and np.asarray(result).dtype.kind == "f":
+            if self.op == "%":
+                result = decimal_mod(left, right, result, self.scale)
             result = round_to_scale(np.asarray(result), self.scale)
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
 
@@ -430,6 +432,20 @@ def round_to_scale(values: np.ndarray, scale: int) -> np.ndarray:
     drops the sign that rounding -1e-17 leaves)."""
     rounded = np.round(values, scale) + 0.0
     return np.where(np.abs(values) < 2.0**48 / 10**scale, rounded, values)
+
+
+def decimal_mod(left, right, result, scale: int) -> np.ndarray:
+    """``left % right`` of two DECIMALs with ``scale`` places, exactly, as DuckDB computes it:
+    in whole units of the last place. The float fmod is off by a whole divisor where the
+    divisor is not exact in binary (0.3 % 0.05 gives 0.04999..., not 0). ``result`` (the float
+    fmod) is kept beyond 2**48 units, where the units are not exact."""
+    unit = 10.0**scale
+    a = np.rint(np.asarray(left, dtype=np.float64) * unit)
+    b = np.rint(np.asarray(right, dtype=np.float64) * unit)
+    with np.errstate(invalid="ignore"):
+        exact = np.fmod(a, b) / unit
+    fits = (np.abs(a) < 2.0**48) & (np.abs(b) < 2.0**48)
+    return np.where(fits, exact, result)
 
 
 def _exact(e: Expr, batch: np.ndarray) -> bool:
