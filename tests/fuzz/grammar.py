@@ -567,6 +567,9 @@ class QueryGenerator:
             if op == "%" and col.kind == "float64":
                 op = "*"
             right = sql_literal(self._nonzero_literal(integral=op == "%"))
+            if op == "%" and self.on("decimal_literals", 0.2):  # i % 0.3: a DECIMAL remainder
+                right = self.rng.choice(["0.3", "0.05", "0.1", "-0.7"])
+                self.traits.add("decimal_literals")
             if op in "+-*" and self.on("unary_minus", 0.15):  # 3 - x (never dividing by x)
                 left, right = right, left
                 self.traits.add("unary_minus")
