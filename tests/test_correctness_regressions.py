@@ -15,6 +15,7 @@ The rules these tests pin down are written once in the code:
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import duckdb
 import numpy as np
@@ -687,3 +688,56 @@ def test_nan_key_of_a_hash_organized_table():
             con.register("u", NAN_U)
             _same(db.sql(sql, hint="index_nested_loops").to_pylist(), con.execute(sql).fetchall(),
                   f"{sql} /*index_nested_loops*/")
+
+
+# -- ORDER BY ... NULLS FIRST ---------------------------------------------------------------------
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_order_by_nulls_first(nodes):
+    """``NULLS FIRST`` was read and dropped: NULLs came last (DuckDB's default) even when asked
+    first. Every query's order is fully determined (``id`` breaks the ties); a small sort space
+    makes the sort merge runs, which must order the NULLs the same way."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    t = pa.table({"id": pa.array(np.arange(n), pa.int64()),
+                  "k": pa.array(rng.integers(-5, 6, n), pa.int32(), mask=rng.random(n) < 0.2),
+                  "f": pa.array(rng.integers(-8, 9, n) / 4, pa.float64(), mask=rng.random(n) < 0.2),
+                  "s": pa.array(rng.choice(["a", "ab", "zz", ""], n), mask=rng.random(n) < 0.2)})
+    db = _connect(nodes, memory_pages=4, page_size=2048)
+    db.create_table("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ["SELECT k, id FROM t ORDER BY k NULLS FIRST, id",
+                "SELECT f, s, id FROM t ORDER BY f DESC NULLS FIRST, s NULLS FIRST, id DESC",
+                "SELECT s, k, id FROM t ORDER BY s DESC NULLS LAST, k DESC NULLS FIRST, id",
+                "SELECT k, id FROM t ORDER BY k NULLS FIRST, id LIMIT 7",
+                "SELECT k FROM t UNION SELECT k + 1 FROM t ORDER BY 1 DESC NULLS FIRST"]:
+        assert db.sql(sql).to_pylist() == con.execute(sql).fetchall(), sql
+
+
+# -- DECIMAL arithmetic ---------------------------------------------------------------------------
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
+    """DuckDB reads 0.1 as an exact DECIMAL, so ``k * 0.1 + 0.2 = 0.3`` holds for k = 1; minidb
+    computed the float 0.30000000000000004 and found no row. A DECIMAL result is now rounded
+    to its scale (``Arith.scale``): the values and comparisons are DuckDB's, to the last bit."""
+    t = pa.table({"k": pa.array(list(range(-12, 13)) + [None], pa.int32()),
+                  "f": pa.array([x / 10 for x in range(-12, 13)] + [None], pa.float64())})
+    db = _connect(nodes)
+    db.create_table("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ["SELECT k FROM t WHERE k * 0.1 + 0.2 = 0.3",
+                "SELECT k FROM t WHERE 1.1 * k - 0.1 = 3.2",
+                "SELECT k FROM t WHERE f = 0.1 + 0.2",  # a bound on f, read as 0.3
+                "SELECT k FROM t WHERE k * 0.1 = f",
+                "SELECT k, k * 0.1, k * 0.3 - 0.1, k % 0.7, -k * 0.01, (k * 0.1) / 3 FROM t",
+                "SELECT k * 0.1 + 0.2 AS d, COUNT(*) FROM t GROUP BY d",
+                "SELECT ABS(-0.1) * k, CASE WHEN k > 0 THEN 0.1 ELSE k * 0.01 END * 3, "
+                "CASE WHEN k > 0 THEN f ELSE 0.1 END + 0.2 FROM t",
+                # % of DECIMALs is exact too (the float fmod of 0.3 and 0.05 is 0.0499...)
+                "SELECT k, 0.3 % 0.05, k * 0.3 % 0.05, k % -0.7, (k + 0.1) % 0.3 FROM t",
+                "SELECT k FROM t WHERE k * 0.3 % 0.05 = 0"]:
+        mine = sorted((list(r) for r in db.sql(sql).to_pylist()), key=repr)
+        theirs = sorted(([float(v) if isinstance(v, Decimal) else v for v in r]
+                         for r in con.execute(sql).fetchall()), key=repr)
+        assert mine == theirs, sql

@@ -215,7 +215,8 @@ def test_flagged_sql_only_with_its_flag():
     for construct in ("DISTINCT", "HAVING", " IN (", "LIKE", "CASE", "CAST(", "UNION ALL",
                       "LEFT JOIN", "IS NULL", "(SELECT", "ILIKE", "ESCAPE", " IN (SELECT",
                       "NOT IN (SELECT", "::", "EXCLUDE (", "INSERT INTO", "UPDATE ", "DELETE FROM",
-                      "CREATE TABLE", "= NULL", "WHERE k > 1000"):
+                      "CREATE TABLE", "= NULL", "WHERE k > 1000", "NULLS FIRST", " UNION SELECT",
+                      " NOT BETWEEN ", " END)"):
         assert construct not in plain, construct
         assert construct in flagged, construct
     with pytest.raises(ValueError, match="unknown feature"):
@@ -265,6 +266,10 @@ def test_compare_order_by_and_limit_ties():
     desc = Query("SELECT a FROM t", order=[(1, True)])
     assert compare(desc, [(3,), (1,), (None,)], [(3,), (1,), (None,)], None) is None  # NULLS LAST
     assert compare(desc, [(1,), (3,)], [(3,), (1,)], None) is not None
+    first = Query("SELECT a FROM t", order=[(1, True)], nulls={1: "FIRST"})
+    assert first.sql().endswith("ORDER BY 1 DESC NULLS FIRST")
+    assert compare(first, [(None,), (3,), (1,)], [(None,), (3,), (1,)], None) is None
+    assert compare(first, [(3,), (1,), (None,)], [(None,), (3,), (1,)], None) is not None
     # Whole doubles a unit apart are not a tie under the float tolerance (seed 31 flagged a right
     # top-2 because 2147483646.0 and 2147483647.0 compared equal within 1e-6).
     top = Query("SELECT a, b, c FROM t", order=[(3, True), (2, False)], limit=2,

@@ -383,6 +383,11 @@ class Arith(Expr):
     op: str
     left: Expr
     right: Expr
+    # The scale of the exact DECIMAL DuckDB computes when a literal with a point is involved
+    # (k * 0.1 + 0.2 has scale 1); None for integers and DOUBLEs. minidb computes in floats and
+    # rounds the result to that many places, so k * 0.1 + 0.2 = 0.3 holds for k = 1 as in DuckDB
+    # (the float 0.1 * 1 + 0.2 is 0.30000000000000004).
+    scale: int | None = None
 
     def evaluate(self, batch: np.ndarray) -> np.ndarray:
         if (nulls := _all_null((self.left, self.right), len(batch), np.int64)) is not None:
@@ -396,6 +401,10 @@ class Arith(Expr):
             check_int_overflow(self.op, left, right, result, self)
         if self.op == "%" and (np.asarray(result).dtype.kind == "i" or _exact(self, batch)):
             check_no_zero_divisor(right, self, _operand(self.left, batch), self._nulls_of(batch))
+        if self.scale is not None and np.asarray(result).dtype.kind == "f":
+            if self.op == "%":
+                result = decimal_mod(left, right, result, self.scale)
+            result = round_to_scale(np.asarray(result), self.scale)
         return np.broadcast_to(result, (len(batch),)).copy() if np.ndim(result) == 0 else result
 
     def _nulls_of(self, batch: np.ndarray) -> np.ndarray | None:
@@ -413,6 +422,30 @@ class Arith(Expr):
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
+
+
+def round_to_scale(values: np.ndarray, scale: int) -> np.ndarray:
+    """``values`` rounded to ``scale`` decimal places: the double nearest each exact DECIMAL,
+    where a float's error (a few units of its last bit) is far below half a unit of the last
+    decimal place: below 2**48 units of that place. Beyond (and for inf and nan) a value is
+    left as it is, as rounding could then move it a whole unit. A DECIMAL has no -0.0 (+ 0.0
+    drops the sign that rounding -1e-17 leaves)."""
+    rounded = np.round(values, scale) + 0.0
+    return np.where(np.abs(values) < 2.0**48 / 10**scale, rounded, values)
+
+
+def decimal_mod(left, right, result, scale: int) -> np.ndarray:
+    """``left % right`` of two DECIMALs with ``scale`` places, exactly, as DuckDB computes it:
+    in whole units of the last place. The float fmod is off by a whole divisor where the
+    divisor is not exact in binary (0.3 % 0.05 gives 0.04999..., not 0). ``result`` (the float
+    fmod) is kept beyond 2**48 units, where the units are not exact."""
+    unit = 10.0**scale
+    a = np.rint(np.asarray(left, dtype=np.float64) * unit)
+    b = np.rint(np.asarray(right, dtype=np.float64) * unit)
+    with np.errstate(invalid="ignore"):
+        exact = np.fmod(a, b) / unit
+    fits = (np.abs(a) < 2.0**48) & (np.abs(b) < 2.0**48)
+    return np.where(fits, exact, result)
 
 
 def _exact(e: Expr, batch: np.ndarray) -> bool:

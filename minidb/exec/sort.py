@@ -30,7 +30,8 @@ descending key become int64s in the reverse of DuckDB's order (``_descending_flo
 bytes complemented (``255 - b``), which reverses bytewise order and puts a longer string
 before its prefix, as descending order should. Several keys are sorted with ``np.lexsort``.
 A nullable key column is preceded by its null mask (False before True), so NULLs come last in
-both directions, DuckDB's default order (``NULLS LAST``). NaN is ordered as DuckDB orders it,
+both directions, DuckDB's default order (``NULLS LAST``); a key ``ORDER BY x NULLS FIRST`` gets
+the negated mask instead. NaN is ordered as DuckDB orders it,
 after every other number: last ascending (numpy's own order of floats, which its sorts and
 ``searchsorted`` follow) and first descending; the merge compares keys in that order too.
 
@@ -59,15 +60,19 @@ from minidb.storage.schema import Schema, null_mask
 MIN_PAGES = 3
 
 
-def sort_keys(batch: np.ndarray, keys: list[tuple[str, bool]], schema: Schema) -> list[np.ndarray]:
-    """One array per key whose ascending order is the requested order of that key."""
+def sort_keys(batch: np.ndarray, keys: list[tuple[str, bool, bool]], schema: Schema,
+              ) -> list[np.ndarray]:
+    """One array per key whose ascending order is the requested order of that key; ``keys``
+    are (column, ascending, nulls_first)."""
     out = []
-    for name, ascending in keys:
+    for name, ascending, nulls_first in keys:
         col = schema.column(name)
         values = batch[col.name]
-        if col.nullable:  # NULLs sort after every value, ascending or descending (DuckDB's default)
+        if col.nullable:  # NULLs after every value (DuckDB's default), or before with NULLS FIRST
             nulls = null_mask(batch, col.name)
-            out.append(np.zeros(len(batch), dtype=bool) if nulls is None else nulls)
+            if nulls is None:
+                nulls = np.zeros(len(batch), dtype=bool)
+            out.append(~nulls if nulls_first else nulls)
         if ascending:
             out.append(values)
         elif col.kind == "char":
@@ -142,18 +147,20 @@ class _RunCursor:
 
 
 class ExternalSort(Operator):
-    """Sort the input on ``keys`` = [(column, ascending), ...] within ``memory_pages`` pages."""
+    """Sort the input on ``keys`` = [(column, ascending), ...] within ``memory_pages`` pages; a
+    key may have a third element, nulls_first (``ORDER BY x NULLS FIRST``; NULLs last if absent)."""
 
     kind = "sort"
 
-    def __init__(self, ctx: ExecContext, child: Operator, keys: list[tuple[str, bool]],
+    def __init__(self, ctx: ExecContext, child: Operator, keys: list[tuple],
                  memory_pages: int):
         super().__init__(child, memory_pages=memory_pages)
         if not keys:
             raise SchemaError("a sort needs at least one key column")
         self.ctx = ctx
         self.schema = child.schema
-        self.keys = [(self.schema.column(name).name, bool(asc)) for name, asc in keys]
+        self.keys = [(self.schema.column(k[0]).name, bool(k[1]), len(k) > 2 and bool(k[2]))
+                     for k in keys]
         self._output: Iterator[np.ndarray] | None = None
         self._temps: list[HeapFile] = []
 
@@ -293,6 +300,7 @@ class ExternalSort(Operator):
             self.ctx.drop_temp(heap)
 
     def describe(self) -> str:
-        keys = ", ".join(f"{n} {'ASC' if a else 'DESC'}" for n, a in self.keys)
+        keys = ", ".join(f"{n} {'ASC' if a else 'DESC'}{' NULLS FIRST' if f else ''}"
+                         for n, a, f in self.keys)
         return f"ExternalSort({keys}; {self.memory_pages} pages)"
 

@@ -54,7 +54,7 @@ class UnionQuery:
 
     parts: list[SelectQuery]
     distinct: bool
-    order: list[tuple[str, bool]]
+    order: list[tuple[str, bool, bool]]  # (output, ascending, nulls_first)
     limit: int | None
 
     @property
@@ -122,18 +122,19 @@ def _union_parts(tree: exp.Expression, top: bool = True) -> tuple[list[exp.Expre
     return left + [right], kinds + [bool(tree.args.get("distinct"))]
 
 
-def _union_order_key(o: exp.Ordered, names: list[str]) -> tuple[str, bool]:
+def _union_order_key(o: exp.Ordered, names: list[str]) -> tuple[str, bool, bool]:
     node = _unparen(o.this)
     ascending = not bool(o.args.get("desc"))
+    nulls_first = bool(o.args.get("nulls_first"))
     if isinstance(node, exp.Literal) and not node.is_string:
         pos = int(str(node.this)) if str(node.this).isdigit() else 0
         if not 1 <= pos <= len(names):
             raise MinidbError(f"ORDER BY {node.sql()}: the UNION gives {len(names)} columns")
-        return names[pos - 1], ascending
+        return names[pos - 1], ascending, nulls_first
     if isinstance(node, exp.Column) and not node.table:
         for name in names:
             if name.lower() == node.name.lower():
-                return name, ascending
+                return name, ascending, nulls_first
     raise unsupported(f"ORDER BY {node.sql()} over a UNION; order by an output column's name "
                       f"({', '.join(names)}) or position")
 

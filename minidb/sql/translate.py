@@ -29,7 +29,7 @@ aggregates, updates), in SQL rather than Gamma's QUEL:
 * ``GROUP BY`` columns, expressions (``GROUP BY x % 10``), SELECT aliases and positions (a
   key written twice counts once); ``HAVING`` over group columns and aggregates (also ones that appear
   only there, and SELECT aliases); ``ORDER BY`` output names, positions or expressions, ASC /
-  DESC; ``LIMIT n``;
+  DESC, NULLS FIRST / LAST (NULLS LAST by default, as in DuckDB); ``LIMIT n``;
 * ``SELECT DISTINCT``; ``COUNT / SUM / AVG(DISTINCT x)`` (one DISTINCT argument per query);
 * ``UNION ALL`` and ``UNION`` of SELECTs, and uncorrelated subqueries (a scalar ``(SELECT ...)``
   and ``x IN (SELECT ...)``): both in ``minidb.sql.compound``;
@@ -49,7 +49,9 @@ so a failing statement never leaves a table half changed.
 
 Numbers: integers are 64-bit; ``+ - *`` and SUM over integers never wrap around (a result
 beyond int64 raises ``NumericOverflowError``; SUM is exact in between, AVG never overflows); a
-bound on a column is read in the column's type (``minidb.exec.expr.key_range``).
+bound on a column is read in the column's type (``minidb.exec.expr.key_range``). A literal with a
+point is DuckDB's exact DECIMAL: ``+ - * %`` over such literals and integers is computed in
+floats and rounded to the DECIMAL's scale (``Arith.scale``), so ``k * 0.1 + 0.2 = 0.3`` holds.
 
 NULL: the literal, ``IS [NOT] NULL``, ``INSERT`` of NULL or with a nullable column left out,
 ``UPDATE ... SET c = NULL``; NULL is comparable with anything (the comparison is NULL).
@@ -155,7 +157,7 @@ class SelectQuery:
     aggregates: list[tuple[str, str, Expr | None]]
     outputs: list[tuple[str, Expr]]  # visible outputs first, then hidden sort keys
     visible: int
-    order: list[tuple[str, bool]]
+    order: list[tuple[str, bool, bool]]  # (output, ascending, nulls_first)
     limit: int | None
     needed: set[str]  # internal column names read above the scans
     distinct: bool = False  # SELECT DISTINCT: duplicates of the visible outputs removed
@@ -526,7 +528,7 @@ class _ExprBuilder:
             if isinstance(inner, Const) and not isinstance(inner.value, bool | str):
                 return Const(-inner.value)
             self._numeric(inner, node, "-")
-            return Arith("-", Const(0), inner)
+            return Arith("-", Const(0), inner, getattr(inner, "scale", None))
         if type(node) in AGGREGATES:
             if self.aggregate is None:
                 raise MinidbError(f"aggregate {node.sql()} is not allowed in {self.where}")
@@ -555,7 +557,7 @@ class _ExprBuilder:
             left, right = self.build(node.this), self.build(node.expression)
             self._numeric(left, node, arith)
             self._numeric(right, node, arith)
-            return Arith(arith, left, right)
+            return self._arith(arith, left, right, node)
         scalar = self._scalar(node)
         if scalar is not None:
             return scalar
@@ -637,6 +639,41 @@ class _ExprBuilder:
         like = Like(value, str(pattern.this), isinstance(node, exp.ILike), escape_char)
         like_regex(like.pattern, like.escape)  # a malformed pattern fails here, before any page
         return Not(like) if node.args.get("negate") else like
+
+    def _arith(self, op: str, left: Expr, right: Expr, node: exp.Expression) -> Arith:
+        """``left op right``; where DuckDB computes it as an exact DECIMAL (a literal such as 0.1
+        is involved, and no float column or ``/``), with that DECIMAL's scale: the larger of
+        the operands' for ``+ - %``, their sum for ``*``, 0 for an integer."""
+        e = Arith(op, left, right)
+        if number_type(e, self.schema) != "decimal":
+            return e
+        scales = [self._scale(value, part) for value, part in ((left, node.this), (right, node.expression))]
+        if None in scales:
+            return e
+        scale = sum(scales) if op == "*" else max(scales)
+        return Arith(op, left, right, scale) if scale <= 18 else e
+
+    def _scale(self, value: Expr, node: exp.Expression) -> int | None:
+        """The DECIMAL scale of an operand: its digits after the point for a literal, 0 for an
+        integer, an inner DECIMAL operation's own, ABS's argument's, the largest of a CASE's
+        results; None where it is not known."""
+        node = _unparen(node)
+        if isinstance(value, Abs) and isinstance(node, exp.Abs):
+            return self._scale(value.value, node.this)
+        if isinstance(value, Case) and isinstance(node, exp.Case):
+            parts = [(r, b.args["true"]) for r, b in zip(value.results, node.args["ifs"], strict=True)]
+            if value.otherwise is not None:
+                parts.append((value.otherwise, node.args["default"]))
+            scales = [self._scale(v, n) for v, n in parts if not isinstance(v, Null)]
+            return None if None in scales or not scales else max(scales)
+        if isinstance(value, Arith):
+            return value.scale if value.scale is not None else \
+                (0 if number_type(value, self.schema) == "integer" else None)
+        if isinstance(value, Const) and isinstance(value.value, float):  # 0.25 or -0.25
+            literal = next(node.find_all(exp.Literal), None)
+            text = str(literal.this) if literal is not None else ""
+            return len(text.split(".")[1]) if "." in text and "e" not in text.lower() else None
+        return 0 if number_type(value, self.schema) == "integer" else None
 
     def _case(self, node: exp.Case) -> Expr:
         subject = None if node.this is None else self.build(node.this)
@@ -995,7 +1032,7 @@ class _Select:
             self.out.schema = self._agg_schema()
 
         # ORDER BY
-        order: list[tuple[str, bool]] = []
+        order: list[tuple[str, bool, bool]] = []
         for i, o in enumerate(order_items):
             _check_args(o, {"this", "desc", "nulls_first"}, {"with_fill": "WITH FILL"}, "ORDER BY")
             name = self._order_key(o.this, outputs[:visible], select_items)
@@ -1007,7 +1044,8 @@ class _Select:
                     raise unsupported("ORDER BY a condition")
                 name = _unique_name(f"_order{i}", taken)
                 outputs.append((name, e))
-            order.append((name, not bool(o.args.get("desc"))))
+            # NULLS FIRST must reach the sort: DuckDB's default is NULLS LAST either way
+            order.append((name, not bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
         if distinct is not None and len(outputs) > visible:
             raise MinidbError("for SELECT DISTINCT, ORDER BY expressions must appear in the "
                               "SELECT list; order by an output column")

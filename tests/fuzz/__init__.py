@@ -3,7 +3,8 @@
 DuckDB is the *oracle*: a mature engine that we trust to give the right answer. The fuzzer makes
 up a few small tables (``grammar.random_tables``), loads the same Arrow data into DuckDB and into
 one minidb configuration (``configs``: a single node with some page size, buffer policy and file
-organization, or the parallel engine with 1 to 8 nodes and some partitioning), then asks both the
+organization, or the parallel engine with 1 to 8 nodes and some partitioning; half the time also a
+join plug-in and a small memory budget), then asks both the
 same random queries (``grammar.QueryGenerator``) and compares the rows (``oracle.compare``).
 
 Everything is driven by one seed. A *round* is one data set, one configuration and a few dozen

@@ -14,7 +14,9 @@ A ``Config`` is one way of running minidb, sampled per round:
 * ``ray``: the parallel engine on Ray actors (1 to 3 nodes), for a small sample.
 
 The key column of a design or partitioning is chosen at random per table, so float and text keys
-are exercised as well as integer ones.
+are exercised as well as integer ones. Half the rounds also pick the join plug-in
+(``connect(join=...)``: grace, hybrid, sort-merge, nested loops ...) and a small ``memory_pages``
+budget, so sorts, aggregates and joins spill and take their overflow paths.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from .grammar import ColumnSpec, TableSpec, sql_literal
 
 PAGE_SIZES = [2048, 2560, 4096, 8192]
 BUFFER_PAGES = [16, 24, 64, 1024]
+# the smallest budget every join plug-in accepts is 6 pages (sort_merge_join's)
+MEMORY_PAGES = [6, 8, 12]
+# index_nested_loops is left out: it needs an index on the join column and refuses (by design)
+# the exchanges of a parallel join of three tables; the planner's hints still reach it
+JOINS = ["block_nested_loops", "grace_hash", "hash_join", "hybrid_hash", "simple_hash",
+         "sort_merge", "teradata_merge"]
 SINGLE_DESIGNS = ["heap", "index", "clustered", "hash"]
 PARTITIONERS = ["round_robin", "hash", "range", "range_uniform"]
 KINDS = ("single", "parallel", "ray")
@@ -61,10 +69,14 @@ class Config:
     buffer_policy: str
     nodes: int = 1
     designs: dict[str, TableDesign] = field(default_factory=dict)
+    join: str | None = None  # connect(join=...): the default join plug-in
+    memory_pages: int | None = None  # connect(memory_pages=...): per sort / join / aggregate
 
     def connect_kwargs(self) -> dict:
         kw = dict(page_size=self.page_size, buffer_pages=self.buffer_pages,
                   buffer_policy=self.buffer_policy)
+        if self.join is not None:
+            kw.update(join=self.join, memory_pages=self.memory_pages)
         if self.kind != "single":
             kw.update(nodes=self.nodes, timeout=60, backend="ray" if self.kind == "ray" else "inline")
         return kw
@@ -120,16 +132,19 @@ def sample_config(rng: random.Random, kind: str, tables: list[TableSpec]) -> Con
     """A random configuration of ``kind`` for ``tables``."""
     policy = rng.choice(names("buffer_policy"))
     page_size, buffer_pages = rng.choice(PAGE_SIZES), rng.choice(BUFFER_PAGES)
+    join, memory = (rng.choice(JOINS), rng.choice(MEMORY_PAGES)) if rng.random() < 0.5 \
+        else (None, None)
     if kind == "single":
         label = rng.choice(SINGLE_DESIGNS)
         designs = {t.name: _single_design(rng, label, t) for t in tables}
-        return Config(kind, label, page_size, buffer_pages, policy, 1, designs)
+        return Config(kind, label, page_size, buffer_pages, policy, 1, designs, join, memory)
     nodes = rng.randint(1, 8) if kind == "parallel" else rng.randint(1, 3)
     label = rng.choice(PARTITIONERS)
     designs = {t.name: _parallel_design(rng, label, t, nodes) for t in tables}
     # at least 64 pages per node: the small pools are exercised on the single node, where a
     # hash join that does not fit is reported (MemoryBudgetError) rather than spread over nodes
-    return Config(kind, label, page_size, max(buffer_pages, 64), policy, nodes, designs)
+    return Config(kind, label, page_size, max(buffer_pages, 64), policy, nodes, designs, join,
+                  memory)
 
 
 def _key(rng: random.Random, table: TableSpec) -> str:

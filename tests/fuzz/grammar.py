@@ -33,6 +33,12 @@ that matches nothing), ``DELETE FROM t [WHERE ...]`` and ``CREATE TABLE cN AS SE
 change is applied to both engines; the runner compares minidb's count with DuckDB's, then the
 whole table (``Query.target``), and later queries of the round see the changed tables.
 UPDATE and DELETE conditions hold uncorrelated subqueries (flag ``dml_subquery``).
+Then what a student would write beside that: ``CASE x WHEN v THEN ...``, CASE with several
+WHENs, without ELSE or with text results, ``SUM(CASE WHEN ... THEN 1 ELSE 0 END)``; ``GROUP BY 1``
+and ``GROUP BY`` an alias; ``UNION``; a ``LEFT JOIN`` with more ``ON`` terms; ``ORDER BY ...
+NULLS FIRST / LAST``; NULL in IN lists and BETWEEN bounds, ``NOT BETWEEN``; a subquery inside
+an IN subquery; ``-x`` and ``3 - x``; HAVING with AND / OR / NOT and a scalar subquery
+(flags ``case_forms`` to ``having_forms``); literals such as 0.1 (``decimal_literals``).
 
 Feature flags. The SQL added to minidb after that subset (NULLs, DISTINCT, HAVING, IN, LIKE,
 CASE, CAST, UNION ALL, LEFT JOIN, subqueries, scalar functions, non-ASCII text, multi-way
@@ -50,6 +56,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -84,6 +91,21 @@ FEATURES: dict[str, bool] = {
     "dml": True,
     # uncorrelated subqueries in UPDATE / DELETE conditions (run first, their answers written in)
     "dml_subquery": True,
+    # What a student writes beside the above (docs/sql.md lists each as supported):
+    # CASE x WHEN v THEN ..., several WHENs, no ELSE (NULL), text results, SUM(CASE ...)
+    "case_forms": True,
+    "group_by_alias": True,  # GROUP BY 1 / GROUP BY an output's alias
+    "union": True,  # SELECT ... UNION SELECT ... (duplicates removed)
+    "left_join_on_terms": True,  # LEFT JOIN b ON a.k = b.k AND b.x > 3 (and a.y < b.z ...)
+    "nulls_first": True,  # ORDER BY x NULLS FIRST / NULLS LAST
+    "null_literals": True,  # x IN (1, NULL), x BETWEEN NULL AND 3, x NOT BETWEEN ...
+    "nested_subquery": True,  # x IN (SELECT y FROM t WHERE z > (SELECT AVG(w) FROM t2))
+    "unary_minus": True,  # -x, and the literal on the left: 3 - x
+    # HAVING a AND / OR b, NOT, and an aggregate against a scalar subquery
+    "having_forms": True,
+    # literals such as 0.1 and 0.3, which no double holds exactly: DuckDB computes k * 0.1 + 0.2
+    # as an exact DECIMAL, so (k * 0.1 + 0.2) = 0.3 holds for k = 1
+    "decimal_literals": True,
 }
 
 
@@ -223,6 +245,9 @@ class Query:
     limit: int | None = None
     # how ORDER BY names an output column (its alias or expression text) instead of its position
     order_names: dict[int, str] = field(default_factory=dict)
+    # ORDER BY positions written with NULLS FIRST / NULLS LAST (flag ``nulls_first``); NULLs
+    # come last where nothing is written, as in DuckDB
+    nulls: dict[int, str] = field(default_factory=dict)
     traits: set[str] = field(default_factory=set)
     hint: str | None = None  # a planner hint for minidb only ("index", "nested_loops", ...)
     tables: set[str] = field(default_factory=set)  # names of the tables it reads
@@ -234,8 +259,9 @@ class Query:
     def sql(self, with_limit: bool = True) -> str:
         text = self.body
         if self.order:
-            text += " ORDER BY " + ", ".join(f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
-                                             for p, d in self.order)
+            text += " ORDER BY " + ", ".join(
+                f"{self.order_names.get(p, p)}{' DESC' if d else ''}"
+                + (f" NULLS {self.nulls[p]}" if p in self.nulls else "") for p, d in self.order)
         if with_limit and self.limit is not None:
             text += f" LIMIT {self.limit}"
         return text
@@ -280,6 +306,7 @@ class QueryGenerator:
         # the DISTINCT aggregates' argument (minidb takes one per query)
         self.distinct_argument: ColumnSpec | None = None
         self.distinct_ref = ""
+        self.group_keys: list[str] = []  # the GROUP BY keys as written (for HAVING on a key)
         r = self.rng.random()
         if self.on("dml", 0.12):
             q = self._dml()
@@ -316,10 +343,30 @@ class QueryGenerator:
                 where_terms.append(eq)
             else:
                 join = "LEFT JOIN" if left_join else "JOIN"
+                if left_join and self.on("left_join_on_terms", 0.5):
+                    eq += f" AND {self._on_term(sources[0], sources[1])}"
+                    self.traits.add("left_join_on_terms")
                 text += f" {join} {picked[j].name} {sources[j].alias} ON {eq}"
         if left_join:
             self.traits.add("left_join")
         return sources, text, where_terms
+
+    def _on_term(self, left: _Source, right: _Source) -> str:
+        """A LEFT JOIN's further ON condition: on the right table alone (it filters that table),
+        on the left alone, or comparing the two (never a second equality of the two tables,
+        which the parallel engine refuses). A left row that no pair satisfies is padded."""
+        r = self.rng.random()
+        if r < 0.4:
+            return self.comparison([right])
+        if r < 0.6:
+            return self.comparison([left])
+        lcol = self.rng.choice(left.table.columns)
+        others = [c for c in right.table.columns if c.numeric == lcol.numeric] or \
+            [right.table.column("k")]
+        if not others[0].numeric == lcol.numeric:
+            lcol = left.table.column("k")
+        op = self.rng.choice(["<", "<=", ">", "<>"])
+        return f"{left.ref(lcol)} {op} {right.ref(self.rng.choice(others))}"
 
     def _join_equality(self, left: _Source, right: _Source) -> str:
         lcol = self.rng.choice(left.table.columns) if self.rng.random() < 0.5 \
@@ -355,7 +402,7 @@ class QueryGenerator:
         if q.order and "*" not in items[0] and self.on("order_by_name", 0.5):
             for p, _ in q.order:  # the alias, or the expression as written
                 item = items[p - 1]
-                alias = re.search(r" AS (c\d+)$", item)  # not CAST(x AS BIGINT)'s AS
+                alias = re.search(r" AS ([cg]\d+)$", item)  # not CAST(x AS BIGINT)'s AS
                 q.order_names[p] = alias.group(1) if alias else item
             q.traits.add("order_by_name")
         q.hint = self._hint()
@@ -366,6 +413,10 @@ class QueryGenerator:
             positions = self.rng.sample(range(1, n_outputs + 1), self.rng.randint(1, n_outputs))
             q.order = [(p, self.rng.random() < 0.4) for p in positions]
             q.traits.add("order_by")
+            for p in positions:
+                if self.on("nulls_first", 0.25):
+                    q.nulls[p] = self.rng.choice(["FIRST", "FIRST", "LAST"])
+                    q.traits.add("nulls_first")
             if self.rng.random() < 0.6:
                 q.limit = self.rng.choice([0, 1, 2, 3, 5, 10, 50])
                 q.traits.add("limit")
@@ -415,6 +466,16 @@ class QueryGenerator:
         items = list(group) + aggs
         if group and self.rng.random() < 0.3:
             items = aggs + group  # group columns need not come first
+        self.group_keys = list(group)  # as written, before GROUP BY 2 / an alias: for HAVING
+        if group and self.on("group_by_alias", 0.3):  # GROUP BY 2, or GROUP BY g0 (an alias)
+            self.traits.add("group_by_alias")
+            for j, key in enumerate(list(group)):
+                pos = items.index(key) + 1
+                if self.rng.random() < 0.5:
+                    group[j] = str(pos)
+                else:
+                    items[pos - 1] = f"{key} AS g{j}"
+                    group[j] = f"g{j}"
         return items, group
 
     def _group_key(self, src: _Source, col) -> str:
@@ -444,6 +505,11 @@ class QueryGenerator:
             if func != "COUNT" and arg.kind == "int64" and arg.wide:
                 self.traits.add("sum_wide_int64")
             return f"{func}(DISTINCT {self.distinct_ref})"
+        if func in ("SUM", "AVG", "COUNT") and self.on("case_forms", 0.15):  # SUM(CASE ...)
+            self.traits |= {"case", "case_forms"}
+            value = "1" if func != "AVG" else self.numeric_expr(sources)
+            otherwise = " ELSE 0" if func == "SUM" and self.rng.random() < 0.6 else ""
+            return f"{func}(CASE WHEN {self.comparison(sources)} THEN {value}{otherwise} END)"
         if func in ("SUM", "AVG"):
             if self.rng.random() < 0.25:
                 return f"{func}({self.numeric_expr(sources)})"
@@ -451,11 +517,35 @@ class QueryGenerator:
                 self.traits.add("sum_wide_int64")
         return f"{func}({src.ref(col)})"
 
-    def _having(self, sources: list[_Source]) -> str:
+    def _having(self, sources: list[_Source], depth: int = 0) -> str:
+        if depth == 0 and self.on("having_forms", 0.4):
+            self.traits.add("having_forms")
+            r = self.rng.random()
+            if r < 0.5:
+                op = self.rng.choice(["AND", "OR"])
+                return f"({self._having(sources, 1)} {op} {self._having(sources, 1)})"
+            if r < 0.7:
+                return f"NOT ({self._having(sources, 1)})"
+            if r < 0.85 and self.group_keys:  # a condition on a group key: HAVING k % 3 > 0
+                key = self.rng.choice(self.group_keys)
+                if "LOWER(" in key or not self._numeric_key(sources, key):
+                    return f"{key} IS NOT NULL"
+                return f"{key} {self.rng.choice(['>', '<>', '<='])} {self.rng.randint(-3, 3)}"
+            if not self.no_subqueries:
+                return f"COUNT(*) {self.rng.choice(['>', '<='])} {self._scalar_subquery()}"
         agg = self.aggregate(sources)
         if agg.startswith(("MIN(", "MAX(")) and "(DISTINCT" not in agg:
             agg = "COUNT(*)"
         return f"{agg} {self.rng.choice(['>', '>=', '<', '='])} {self.rng.randint(-2, 3)}"
+
+    @staticmethod
+    def _numeric_key(sources: list[_Source], key: str) -> bool:
+        """Whether the group key ``key`` (a column reference, maybe in an expression) is a number."""
+        name = re.match(r"(?:(\w+)\.)?(\w+)", key)
+        for s in sources:
+            if name.group(1) in (None, s.alias) and any(c.name == name.group(2) for c in s.table.columns):
+                return s.table.column(name.group(2)).numeric
+        return False
 
     # -- expressions --------------------------------------------------------------------------------
     def numeric_expr(self, sources: list[_Source], depth: int = 0) -> str:
@@ -466,6 +556,9 @@ class QueryGenerator:
         left = src.ref(col)
         if self.on("scalar_functions", 0.15):
             left = f"ABS({left})"
+        if self.on("unary_minus", 0.1):
+            left = f"-{left}"
+            self.traits.add("unary_minus")
         if depth < 1 and self.rng.random() < 0.3:
             right = self.numeric_expr(sources, depth + 1)
             op = self.rng.choice(["+", "-", "*"])
@@ -474,12 +567,21 @@ class QueryGenerator:
             if op == "%" and col.kind == "float64":
                 op = "*"
             right = sql_literal(self._nonzero_literal(integral=op == "%"))
+            if op == "%" and self.on("decimal_literals", 0.2):  # i % 0.3: a DECIMAL remainder
+                right = self.rng.choice(["0.3", "0.05", "0.1", "-0.7"])
+                self.traits.add("decimal_literals")
+            if op in "+-*" and self.on("unary_minus", 0.15):  # 3 - x (never dividing by x)
+                left, right = right, left
+                self.traits.add("unary_minus")
         self.traits.add("arithmetic")
         return f"({left} {op} {right})"
 
     def _nonzero_literal(self, integral: bool):
         v = self.rng.choice([1, 2, 3, -3, 7]) if integral or self.rng.random() < 0.6 \
             else self.rng.choice([0.5, 1.5, -2.25, 4.0])
+        if not integral and self.on("decimal_literals", 0.2):
+            v = self.rng.choice([0.1, 0.3, 1.1, -0.7])
+            self.traits.add("decimal_literals")
         return v
 
     def literal_for(self, col: ColumnSpec):
@@ -525,8 +627,17 @@ class QueryGenerator:
             low, high = sorted([self.literal_for(col), self.literal_for(col)],
                                key=lambda v: (isinstance(v, str), v))
             self.traits.add("between")
-            return f"{src.ref(col)} BETWEEN {sql_literal(low)} AND {sql_literal(high)}"
+            between = "BETWEEN"
+            if self.on("null_literals", 0.25):
+                self.traits.add("null_literals")
+                if self.rng.random() < 0.5:
+                    between = "NOT BETWEEN"
+                else:
+                    low, high = self.rng.choice([(None, high), (low, None)])
+            return f"{src.ref(col)} {between} {sql_literal(low)} AND {sql_literal(high)}"
         if r < 0.35 and col.numeric and not col.wide:
+            if col.kind != "float64" and self.on("decimal_literals", 0.3):
+                return self._decimal_comparison(src, col, op)
             return f"{self.numeric_expr([src])} {op} {sql_literal(self.literal_for(col))}"
         lit = self.literal_for(col)
         if col.kind == "float64" and isinstance(lit, int) and op in ("<", ">", "<=", ">="):
@@ -534,6 +645,14 @@ class QueryGenerator:
         if col.kind != "float64" and isinstance(lit, float) and op == "=":
             self.traits.add("int_col_float_literal_eq")
         return f"{src.ref(col)} {op} {sql_literal(lit)}"
+
+    def _decimal_comparison(self, src: _Source, col: ColumnSpec, op: str) -> str:
+        """``(i * 0.1 + 0.2) = 0.3``: an integer column times a decimal literal, compared with
+        the exact value that one of the data's integers gives (written exactly, with Decimal)."""
+        factor, term = self.rng.choice(["0.1", "0.3", "1.1", "-0.7"]), self.rng.choice(["0.2", "-0.1"])
+        v = self.rng.randint(-6, 6) if col.name == "k" else self.rng.randint(-20, 20)
+        self.traits |= {"decimal_literals", "arithmetic"}
+        return f"({src.ref(col)} * {factor} + {term}) {op} {Decimal(v) * Decimal(factor) + Decimal(term)}"
 
     def predicate(self, sources: list[_Source], depth: int = 0) -> str:
         """A condition: comparisons combined with AND / OR / NOT (and flagged forms)."""
@@ -549,11 +668,19 @@ class QueryGenerator:
     def _flagged_predicate(self, sources: list[_Source]) -> str | None:
         src = self.rng.choice(sources)
         col = self.rng.choice(src.table.columns)
+        ints = [c for c in src.table.columns if c.kind in ("int32", "int64") and not c.wide]
+        if ints and self.on("decimal_literals", 0.08):
+            return self._decimal_comparison(src, self.rng.choice(ints),
+                                            self.rng.choice(["=", "=", "<>", "<=", ">"]))
         if self.on("nulls", 0.15):
             self.traits.add("is_null")
             return f"{src.ref(col)} IS {self.rng.choice(['', 'NOT '])}NULL"
         if self.on("in_list", 0.12):
-            values = ", ".join(sql_literal(self.literal_for(col)) for _ in range(self.rng.randint(1, 4)))
+            values = [self.literal_for(col) for _ in range(self.rng.randint(1, 4))]
+            if self.on("null_literals", 0.2):  # x IN (1, NULL) is NULL, not false, where x <> 1
+                values.insert(self.rng.randrange(len(values) + 1), None)
+                self.traits.add("null_literals")
+            values = ", ".join(map(sql_literal, values))
             self.traits.add("in_list")
             return f"{src.ref(col)} {self.rng.choice(['', 'NOT '])}IN ({values})"
         text_cols = [c for c in src.table.columns if c.kind == "char"]
@@ -592,12 +719,42 @@ class QueryGenerator:
 
     def _case(self, sources: list[_Source]) -> str:
         self.traits.add("case")
+        if self.on("case_forms", 0.5):
+            return self._case_form(sources)
         cond = self.comparison(sources)
         if self.on("in_subquery", 0.2) and not self.no_subqueries:  # IN (SELECT ...) as a value
             src = self.rng.choice(sources)
             cond = self._in_subquery(src, self.rng.choice(src.table.columns))
         return f"CASE WHEN {cond} THEN {self.numeric_expr(sources)} " \
             f"ELSE {sql_literal(self.rng.randint(-3, 3))} END"
+
+    def _case_form(self, sources: list[_Source]) -> str:
+        """The other CASEs: ``CASE x WHEN v THEN ...``, several WHENs, no ELSE (NULL where no
+        branch holds), text results."""
+        self.traits.add("case_forms")
+        text = self.rng.random() < 0.3
+        src = self.rng.choice(sources)
+        text_cols = [c for c in src.table.columns if c.kind == "char"]
+
+        def result() -> str:
+            if not text:
+                return self.numeric_expr(sources) if self.rng.random() < 0.5 \
+                    else sql_literal(self.rng.randint(-3, 3))
+            if text_cols and self.rng.random() < 0.4:
+                return src.ref(self.rng.choice(text_cols))
+            return sql_literal(self.rng.choice(ASCII_WORDS))
+
+        n = self.rng.choice([1, 2, 3])
+        if self.rng.random() < 0.5:  # simple CASE: CASE x WHEN v1 THEN ... WHEN v2 THEN ...
+            col = self.rng.choice(src.table.columns)
+            whens = " ".join(f"WHEN {sql_literal(self.literal_for(col))} THEN {result()}"
+                             for _ in range(n))
+            head = f"CASE {src.ref(col)} {whens}"
+        else:
+            head = "CASE " + " ".join(f"WHEN {self.comparison(sources)} THEN {result()}"
+                                      for _ in range(n))
+        tail = f" ELSE {result()} END" if self.rng.random() < 0.5 else " END"
+        return head + tail
 
     def _cast(self, sources: list[_Source]) -> str:
         src = self.rng.choice(sources)
@@ -634,7 +791,12 @@ class QueryGenerator:
             col = src.table.column("k")
         inner = self.rng.choice(cols)
         where = ""
-        if self.rng.random() < 0.5:
+        numeric = [c for c in t.columns if c.numeric]
+        if self.on("nested_subquery", 0.2):  # a subquery inside the subquery
+            self.traits.add("nested_subquery")
+            where = f" WHERE {self.rng.choice(numeric).name} {self.rng.choice(['<', '>=', '='])} " \
+                f"{self._scalar_subquery()}"
+        elif self.rng.random() < 0.5:
             c = self.rng.choice(t.columns)
             where = f" WHERE {c.name} {self.rng.choice(['<', '>=', '<>'])} " \
                 f"{sql_literal(self.literal_for(c))}"
@@ -748,4 +910,8 @@ class QueryGenerator:
             where = f" WHERE {self.predicate([src])}" if self.rng.random() < 0.5 else ""
             parts.append(f"SELECT {self.rng.choice(cols).name} FROM {t.name}{where}")
         self.traits.add("union_all")
-        return Query(" UNION ALL ".join(parts), tables={t.name for t in picked})
+        word = " UNION ALL "
+        if self.on("union", 0.4):  # UNION: duplicates removed (NULLs are duplicates of each other)
+            word = " UNION "
+            self.traits.add("union")
+        return Query(word.join(parts), tables={t.name for t in picked})

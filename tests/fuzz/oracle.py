@@ -11,7 +11,8 @@ Values: integers must be equal; floats equal within a relative tolerance (1e-9, 
 aggregates and arithmetic), except that two different whole numbers below 2**40 always differ
 (else ORDER BY CAST(i AS DOUBLE) would see 2147483646 and 2147483647 as a tie); DuckDB's DECIMAL
 results (``k * 1.5``) are compared as floats and its HUGEINT sums as Python integers, so a minidb
-sum that wrapped around 64 bits is a wrong answer. NULL (None) sorts last in both directions, as in DuckDB.
+sum that wrapped around 64 bits is a wrong answer. NULL (None) sorts last in both directions, as in DuckDB,
+unless the query says NULLS FIRST.
 """
 
 from __future__ import annotations
@@ -105,22 +106,25 @@ def sub_multiset(part: list[tuple], whole: list[tuple], rel: float) -> bool:
 
 
 # -- order ----------------------------------------------------------------------------------------
-def _compare_values(a, b, rel: float) -> int:
+def _compare_values(a, b, rel: float, nulls_first: bool = False) -> int:
     if (a == b) if rel == 0 else same_value(a, b, rel):
         return 0
     if a is None:
-        return 1  # NULLS LAST
+        return -1 if nulls_first else 1  # NULLS LAST unless asked otherwise
     if b is None:
-        return -1
+        return 1 if nulls_first else -1
     return -1 if a < b else 1
 
 
-def order_comparator(order: list[tuple[int, bool]], rel: float):
-    """cmp(row, row) for ORDER BY ``order`` ((1-based position, descending) pairs)."""
+def order_comparator(order: list[tuple[int, bool]], rel: float, nulls: dict[int, str] | None = None):
+    """cmp(row, row) for ORDER BY ``order`` ((1-based position, descending) pairs); ``nulls``
+    maps a position to "FIRST" where it says NULLS FIRST."""
+    nulls = nulls or {}
+
     def cmp(r: tuple, s: tuple) -> int:
         for pos, desc in order:
             a, b = r[pos - 1], s[pos - 1]
-            c = _compare_values(a, b, rel)
+            c = _compare_values(a, b, rel, nulls.get(pos) == "FIRST")
             if c and desc and a is not None and b is not None:
                 c = -c
             if c:
@@ -137,10 +141,10 @@ def compare(query: Query, got: list[tuple], want: list[tuple], want_unlimited: l
         return f"{len(got[0])} columns instead of {len(want[0])}"
     if not query.order:
         return None if same_multiset(got, want, rel) else "different rows"
-    exact = order_comparator(query.order, 0)  # minidb's rows against each other: exact
+    exact = order_comparator(query.order, 0, query.nulls)  # minidb's rows against each other: exact
     if any(exact(got[j], got[j + 1]) > 0 for j in range(len(got) - 1)):
         return "rows not in ORDER BY order"
-    cmp = order_comparator(query.order, rel)  # minidb's rows against DuckDB's: with tolerance
+    cmp = order_comparator(query.order, rel, query.nulls)  # minidb's rows against DuckDB's: with tolerance
     if query.limit is None:
         return None if same_multiset(got, want, rel) else "different rows"
     if len(got) != len(want):
