@@ -720,13 +720,17 @@ def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
     """DuckDB reads 0.1 as an exact DECIMAL, so ``k * 0.1 + 0.2 = 0.3`` holds for k = 1; minidb
     computed the float 0.30000000000000004 and found no row. A DECIMAL result is now rounded
     to its scale (``Arith.scale``): the values and comparisons are DuckDB's, to the last bit."""
-    t = pa.table({"k": pa.array(list(range(-12, 13)) + [None], pa.int32()),
-                  "f": pa.array([x / 10 for x in range(-12, 13)] + [None], pa.float64())})
+    # every value twice (duplicates), NULLs, and an empty table beside it
+    t = pa.table({"k": pa.array(2 * list(range(-12, 13)) + [None], pa.int32()),
+                  "f": pa.array(2 * [x / 10 for x in range(-12, 13)] + [None], pa.float64())})
     db = _connect(nodes)
     db.create_table("t", t)
+    db.create_table("e", t.slice(0, 0))
     con = duckdb.connect()
     con.register("t", t)
+    con.register("e", t.slice(0, 0))
     for sql in ["SELECT k FROM t WHERE k * 0.1 + 0.2 = 0.3",
+                "SELECT k * 0.1 + 0.2, k % 0.7 FROM e WHERE k * 0.1 = f",
                 "SELECT k FROM t WHERE 1.1 * k - 0.1 = 3.2",
                 "SELECT k FROM t WHERE f = 0.1 + 0.2",  # a bound on f, read as 0.3
                 "SELECT k FROM t WHERE k * 0.1 = f",
