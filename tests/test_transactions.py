@@ -323,7 +323,39 @@ def test_access_modes_experiment_counts_and_keeps_the_money_under_repeatable():
     assert {r["paper"] for r in rows} == {"ingres"} and all(r["reference"] == "" for r in rows)
 
 
-@pytest.mark.parametrize("timeout", [-1, 0, "5", True, float("nan")])
+@pytest.mark.parametrize("timeout", [-1, 0, "5", True, float("nan"), float("inf")])
 def test_a_bad_lock_timeout_is_a_clear_error(db, timeout):
-    with pytest.raises(MinidbError, match="lock_timeout is a number of seconds above 0"):
+    # inf was taken, and the first wait died in the thread library (OverflowError)
+    with pytest.raises(MinidbError, match="lock_timeout is a finite number of seconds above 0"):
         db.begin(lock_timeout=timeout)
+
+
+def test_a_transaction_used_by_a_second_thread_while_it_waits_is_refused(db):
+    """Committing T from another thread while T's statement waited for a lock released the
+    locks under the waiting statement: it then timed out ("held by nobody now") with T already
+    committed. Now the second thread gets a clear error and T goes on."""
+    holder = db.begin()
+    holder.sql("UPDATE acct SET bal = bal + 1 WHERE id = 1")
+    tx = db.begin(lock_timeout=WAIT)
+    w = Worker(lambda: tx.sql("UPDATE acct SET bal = bal + 100 WHERE id = 1"), "waiter")
+    wait_until(lambda: tx.id in waiting_txns(db.locks), "the waiter queued")
+    for misuse in (tx.commit, tx.abort, lambda: tx.sql("SELECT * FROM acct")):
+        with pytest.raises(MinidbError, match=rf"T{tx.id} is in use by another thread"):
+            misuse()
+    holder.commit()
+    assert w.join().error is None and tx.state == "active"
+    tx.commit()
+    assert balances(db)[1] == 201 and db.locks.held(tx.id) == []
+
+
+def test_abort_after_the_database_was_closed_is_quiet():
+    """The undo read the pages of a closed database (FileNotFoundError from the disk layer)."""
+    d = minidb.connect()
+    d.create_table("acct", accounts())
+    tx = d.begin()
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    d.close()
+    with pytest.raises(MinidbError, match="this database is closed"):
+        tx.commit()
+    tx.abort()
+    assert tx.state == "aborted"
