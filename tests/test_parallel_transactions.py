@@ -16,9 +16,10 @@ import pyarrow as pa
 import pytest
 
 import minidb
-from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
+from minidb.errors import DeadlockError, LockTimeoutError, MinidbError, SchemaError
 from minidb.txn.deadlock import find_cycle, merge_graphs
 from tests.test_locks import WAIT, Worker, wait_until, waiting_txns
+from tests.test_transactions import MIXED_TYPES
 
 ROWS = {1: 100, 2: 200, 3: 300, 7: 700, 8: 800, 9: 900}
 
@@ -303,6 +304,18 @@ def test_errors(pdb):
     with pytest.raises(MinidbError, match=r"below the nodes' timeout"):
         pdb.begin(lock_timeout=1e6)
     assert rows(pdb) == duck([])
+
+
+def test_a_read_comparing_the_key_with_text_is_the_engines_schema_error(pdb):
+    """As on one node: a TypeError from comparing the key bounds, not the engine's error."""
+    other = pdb.begin("repeatable")
+    other.sql("SELECT * FROM acct WHERE id BETWEEN 1 AND 8")  # a range lock on both nodes
+    tx = pdb.begin("repeatable")
+    for q in MIXED_TYPES:
+        with pytest.raises(SchemaError, match="cannot compare text with a number"):
+            tx.sql(q)
+    tx.commit()
+    other.commit()
 
 
 def test_a_second_thread_is_refused_and_abort_after_close_is_quiet():

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import minidb
-from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
+from minidb.errors import DeadlockError, LockTimeoutError, MinidbError, SchemaError
 from tests.test_locks import WAIT, Worker, wait_until, waiting_txns
 
 BALANCES = {1: 100, 2: 200, 3: 300, 10: 10, 12: 12, 20: 20}
@@ -346,6 +346,25 @@ def test_a_transaction_used_by_a_second_thread_while_it_waits_is_refused(db):
     assert w.join().error is None and tx.state == "active"
     tx.commit()
     assert balances(db)[1] == 201 and db.locks.held(tx.id) == []
+
+
+MIXED_TYPES = ["SELECT * FROM acct WHERE id = 'abc'", "SELECT * FROM acct WHERE id > 1 AND id < 'x'",
+               "SELECT * FROM acct WHERE id IN (1, 'x')", "SELECT * FROM acct WHERE id BETWEEN 'a' AND 5"]
+
+
+@pytest.mark.parametrize("access", ["stable", "repeatable"])
+def test_a_read_comparing_the_key_with_text_is_the_engines_schema_error(db, access):
+    """The key bounds of a read were compared before the engine checked the statement: a
+    TypeError ('<' between str and int) from key_bounds or from the lock manager."""
+    other = db.begin("repeatable")
+    other.sql("SELECT * FROM acct WHERE id BETWEEN 1 AND 2")  # a range lock to compare with
+    tx = db.begin(access)
+    for q in MIXED_TYPES:
+        with pytest.raises(SchemaError, match="cannot compare text with a number"):
+            tx.sql(q)
+    assert tx.state == "active"
+    tx.commit()
+    other.commit()
 
 
 def test_abort_after_the_database_was_closed_is_quiet():

@@ -259,7 +259,9 @@ class ParallelTransaction(TransactionBase):
         table = pdb.catalog.get(names[0]).name
         key = self._lock_key(table)
         source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
-        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        with pdb._engine:  # check the statement first: a constant of another type than the key
+            translate(split_hint_comment(text)[0], pdb.catalog)  # (id = 'x') is a SchemaError
+        lo, hi, used = key_bounds(tree.args.get("where"), key)  # so these bounds compare
         if lo is not None and hi is not None and lo > hi:
             return pdb.sql(text)  # no key can qualify: nothing to read, nothing to lock
         if held:  # no phantoms: the scanned key range is locked to commit, on every node

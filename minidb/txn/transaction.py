@@ -89,6 +89,7 @@ from sqlglot import exp
 
 from minidb.errors import LockError, MinidbError
 from minidb.sql.compound import inline_subqueries
+from minidb.sql.hints import split_hint_comment
 from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
 from minidb.storage.schema import null_mask
 from minidb.txn.locks import S, X, new_txn_id
@@ -415,7 +416,9 @@ class Transaction(TransactionBase):
         table = db.catalog.get(names[0])
         key = lock_key(table)
         source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
-        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        with db._engine:  # check the statement first: a constant of another type than the key
+            translate(split_hint_comment(text)[0], db.catalog)  # (id = 'x') is a SchemaError
+        lo, hi, used = key_bounds(tree.args.get("where"), key)  # so these bounds compare
         if lo is not None and hi is not None and lo > hi:
             with db._engine:  # no key can qualify: nothing to read, nothing to lock
                 return db.sql(text)
