@@ -367,6 +367,34 @@ def test_a_read_comparing_the_key_with_text_is_the_engines_schema_error(db, acce
     other.commit()
 
 
+def test_close_waits_for_the_statement_another_thread_is_running():
+    """close() removed the pages under a statement of another thread's transaction, which then
+    died with a FileNotFoundError from the disk layer. It now waits for the engine mutex, which
+    a running statement holds (here the test holds it, as a statement does)."""
+    d = minidb.connect()
+    d.create_table("acct", accounts())
+    tx = d.begin()
+    statement_runs, statement_may_end = threading.Event(), threading.Event()
+
+    def statement():
+        with d._engine:
+            statement_runs.set()
+            assert statement_may_end.wait(WAIT)
+            return balances(d)  # the pages are still there
+
+    w = Worker(statement, "statement")
+    assert statement_runs.wait(WAIT)
+    closing = Worker(d.close, "close")
+    closing.thread.join(0.2)
+    assert closing.thread.is_alive(), "close did not wait for the running statement"
+    statement_may_end.set()
+    assert w.join().error is None and w.outcome == BALANCES
+    assert closing.join().error is None
+    with pytest.raises(MinidbError, match="this database is closed"):
+        tx.sql("SELECT * FROM acct")
+    tx.abort()
+
+
 def test_abort_after_the_database_was_closed_is_quiet():
     """The undo read the pages of a closed database (FileNotFoundError from the disk layer)."""
     d = minidb.connect()
