@@ -105,6 +105,8 @@ RESERVED_PAGES = 8
 MIN_MEMORY_PAGES = 3
 DEFAULT_PAGE_SIZE = 4096
 CATALOG_FORMAT = "minidb-catalog"
+#: how long ``close`` waits for a statement another thread is running (``_engine``)
+CLOSE_WAIT_S = 10.0
 
 
 class ResultRows:
@@ -573,6 +575,18 @@ class Database:
         with everything in it."""
         if self._closed:
             return
+        # A transaction of another thread may be running a statement: let it finish first, or
+        # it would find its pages removed under it (a FileNotFoundError from the disk layer);
+        # its next statement then gets "this database is closed". Bounded: a stuck statement
+        # must not make close hang.
+        held = self._engine.acquire(timeout=CLOSE_WAIT_S)
+        try:
+            self._close()
+        finally:
+            if held:
+                self._engine.release()
+
+    def _close(self) -> None:
         self._closed = True
         if self.persistent:
             try:

@@ -16,9 +16,10 @@ import pyarrow as pa
 import pytest
 
 import minidb
-from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
+from minidb.errors import DeadlockError, LockTimeoutError, MinidbError, SchemaError
 from minidb.txn.deadlock import find_cycle, merge_graphs
 from tests.test_locks import WAIT, Worker, wait_until, waiting_txns
+from tests.test_transactions import MIXED_TYPES
 
 ROWS = {1: 100, 2: 200, 3: 300, 7: 700, 8: 800, 9: 900}
 
@@ -285,7 +286,7 @@ def test_a_local_deadlock_is_found_by_the_node_itself(pdb):
 def test_errors(pdb):
     with pytest.raises(MinidbError, match="access must be one of browse, stable, repeatable"):
         pdb.begin("serializable")
-    with pytest.raises(MinidbError, match="lock_timeout is a number of seconds above 0"):
+    with pytest.raises(MinidbError, match="lock_timeout is a finite number of seconds above 0"):
         pdb.begin(lock_timeout=0)
     tx = pdb.begin()
     tx.commit()
@@ -303,6 +304,39 @@ def test_errors(pdb):
     with pytest.raises(MinidbError, match=r"below the nodes' timeout"):
         pdb.begin(lock_timeout=1e6)
     assert rows(pdb) == duck([])
+
+
+def test_a_read_comparing_the_key_with_text_is_the_engines_schema_error(pdb):
+    """As on one node: a TypeError from comparing the key bounds, not the engine's error."""
+    other = pdb.begin("repeatable")
+    other.sql("SELECT * FROM acct WHERE id BETWEEN 1 AND 8")  # a range lock on both nodes
+    tx = pdb.begin("repeatable")
+    for q in MIXED_TYPES:
+        with pytest.raises(SchemaError, match="cannot compare text with a number"):
+            tx.sql(q)
+    tx.commit()
+    other.commit()
+
+
+def test_a_second_thread_is_refused_and_abort_after_close_is_quiet():
+    """As on one node: a transaction is one thread's at a time (a commit from another thread
+    while its statement waited released the locks under it); and abort after close sent the
+    undo to nodes that were shut down (a confusing 'cannot schedule new futures' error)."""
+    pdb = make()
+    try:
+        holder = pdb.begin()
+        holder.sql("UPDATE acct SET bal = 0 WHERE id = 8")
+        tx = pdb.begin(lock_timeout=WAIT)
+        w = Worker(lambda: tx.sql("UPDATE acct SET bal = 1 WHERE id = 8"), "waiter")
+        wait_until(lambda: tx.id in waiting_txns(managers(pdb)[1]), "the waiter queued")
+        with pytest.raises(MinidbError, match=rf"T{tx.id} is in use by another thread"):
+            tx.commit()
+        holder.commit()
+        assert w.join().error is None and tx.state == "active"
+    finally:
+        pdb.close()
+    tx.abort()
+    assert tx.state == "aborted"
 
 
 # -- lock handles and the threads of lock waits ---------------------------------------------------

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import minidb
-from minidb.errors import DeadlockError, LockTimeoutError, MinidbError
+from minidb.errors import DeadlockError, LockTimeoutError, MinidbError, SchemaError
 from tests.test_locks import WAIT, Worker, wait_until, waiting_txns
 
 BALANCES = {1: 100, 2: 200, 3: 300, 10: 10, 12: 12, 20: 20}
@@ -323,7 +323,86 @@ def test_access_modes_experiment_counts_and_keeps_the_money_under_repeatable():
     assert {r["paper"] for r in rows} == {"ingres"} and all(r["reference"] == "" for r in rows)
 
 
-@pytest.mark.parametrize("timeout", [-1, 0, "5", True, float("nan")])
+@pytest.mark.parametrize("timeout", [-1, 0, "5", True, float("nan"), float("inf")])
 def test_a_bad_lock_timeout_is_a_clear_error(db, timeout):
-    with pytest.raises(MinidbError, match="lock_timeout is a number of seconds above 0"):
+    # inf was taken, and the first wait died in the thread library (OverflowError)
+    with pytest.raises(MinidbError, match="lock_timeout is a finite number of seconds above 0"):
         db.begin(lock_timeout=timeout)
+
+
+def test_a_transaction_used_by_a_second_thread_while_it_waits_is_refused(db):
+    """Committing T from another thread while T's statement waited for a lock released the
+    locks under the waiting statement: it then timed out ("held by nobody now") with T already
+    committed. Now the second thread gets a clear error and T goes on."""
+    holder = db.begin()
+    holder.sql("UPDATE acct SET bal = bal + 1 WHERE id = 1")
+    tx = db.begin(lock_timeout=WAIT)
+    w = Worker(lambda: tx.sql("UPDATE acct SET bal = bal + 100 WHERE id = 1"), "waiter")
+    wait_until(lambda: tx.id in waiting_txns(db.locks), "the waiter queued")
+    for misuse in (tx.commit, tx.abort, lambda: tx.sql("SELECT * FROM acct")):
+        with pytest.raises(MinidbError, match=rf"T{tx.id} is in use by another thread"):
+            misuse()
+    holder.commit()
+    assert w.join().error is None and tx.state == "active"
+    tx.commit()
+    assert balances(db)[1] == 201 and db.locks.held(tx.id) == []
+
+
+MIXED_TYPES = ["SELECT * FROM acct WHERE id = 'abc'", "SELECT * FROM acct WHERE id > 1 AND id < 'x'",
+               "SELECT * FROM acct WHERE id IN (1, 'x')", "SELECT * FROM acct WHERE id BETWEEN 'a' AND 5"]
+
+
+@pytest.mark.parametrize("access", ["stable", "repeatable"])
+def test_a_read_comparing_the_key_with_text_is_the_engines_schema_error(db, access):
+    """The key bounds of a read were compared before the engine checked the statement: a
+    TypeError ('<' between str and int) from key_bounds or from the lock manager."""
+    other = db.begin("repeatable")
+    other.sql("SELECT * FROM acct WHERE id BETWEEN 1 AND 2")  # a range lock to compare with
+    tx = db.begin(access)
+    for q in MIXED_TYPES:
+        with pytest.raises(SchemaError, match="cannot compare text with a number"):
+            tx.sql(q)
+    assert tx.state == "active"
+    tx.commit()
+    other.commit()
+
+
+def test_close_waits_for_the_statement_another_thread_is_running():
+    """close() removed the pages under a statement of another thread's transaction, which then
+    died with a FileNotFoundError from the disk layer. It now waits for the engine mutex, which
+    a running statement holds (here the test holds it, as a statement does)."""
+    d = minidb.connect()
+    d.create_table("acct", accounts())
+    tx = d.begin()
+    statement_runs, statement_may_end = threading.Event(), threading.Event()
+
+    def statement():
+        with d._engine:
+            statement_runs.set()
+            assert statement_may_end.wait(WAIT)
+            return balances(d)  # the pages are still there
+
+    w = Worker(statement, "statement")
+    assert statement_runs.wait(WAIT)
+    closing = Worker(d.close, "close")
+    closing.thread.join(0.2)
+    assert closing.thread.is_alive(), "close did not wait for the running statement"
+    statement_may_end.set()
+    assert w.join().error is None and w.outcome == BALANCES
+    assert closing.join().error is None
+    with pytest.raises(MinidbError, match="this database is closed"):
+        tx.sql("SELECT * FROM acct")
+    tx.abort()
+
+
+def test_abort_after_the_database_was_closed_is_quiet():
+    """The undo read the pages of a closed database (FileNotFoundError from the disk layer)."""
+    d = minidb.connect()
+    d.create_table("acct", accounts())
+    tx = d.begin()
+    tx.sql("UPDATE acct SET bal = 0 WHERE id = 1")
+    d.close()
+    with pytest.raises(MinidbError, match="this database is closed"):
+        tx.commit()
+    tx.abort()
+    assert tx.state == "aborted"

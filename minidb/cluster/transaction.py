@@ -259,7 +259,9 @@ class ParallelTransaction(TransactionBase):
         table = pdb.catalog.get(names[0]).name
         key = self._lock_key(table)
         source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
-        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        with pdb._engine:  # check the statement first: a constant of another type than the key
+            translate(split_hint_comment(text)[0], pdb.catalog)  # (id = 'x') is a SchemaError
+        lo, hi, used = key_bounds(tree.args.get("where"), key)  # so these bounds compare
         if lo is not None and hi is not None and lo > hi:
             return pdb.sql(text)  # no key can qualify: nothing to read, nothing to lock
         if held:  # no phantoms: the scanned key range is locked to commit, on every node
@@ -423,27 +425,32 @@ class ParallelTransaction(TransactionBase):
         every node); there the forced END record in the coordinator's transaction log makes them
         durable as a whole (``minidb.txn.txn_log``). Then release the locks on every node (the
         end of strict two-phase locking)."""
-        self._check_active()
-        self.pdb._check_open()
-        self._log_end("commit")
-        self.state = "committed"
-        self._release_all()
+        with self._in_use():
+            self._check_active()
+            self.pdb._check_open()
+            self._log_end("commit")
+            self.state = "committed"
+            self._release_all()
 
     def abort(self) -> None:
         """Undo every change of the transaction (newest first, X locks still held), then release
-        the locks on every node. Aborting a finished transaction does nothing."""
+        the locks on every node. Aborting a finished transaction does nothing; aborting one whose
+        database was closed only marks it aborted (its nodes are gone; in a data directory its
+        log has no END record, so reopening the directory rolls it back)."""
         if self.state != "active":
             return
         pdb = self.pdb
-        try:
-            with pdb._engine:
-                for u in reversed(self._undo):
-                    undo_parallel_write(pdb, u)
-            self._log_end("abort")  # not reached if a step failed: restart undoes it again
-        finally:
-            self._undo.clear()
-            self.state = "aborted"
-            self._release_all()
+        with self._in_use():
+            try:
+                if not pdb._closed:  # a closed database's nodes no longer take statements
+                    with pdb._engine:
+                        for u in reversed(self._undo):
+                            undo_parallel_write(pdb, u)
+                    self._log_end("abort")  # not reached if a step failed: restart undoes it
+            finally:
+                self._undo.clear()
+                self.state = "aborted"
+                self._release_all()
 
     def _release_all(self) -> None:
         self._ghosts.forget(self.id)  # its deletes are committed or undone: no longer ghosts

@@ -77,8 +77,10 @@ take no locks, as before.
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +89,7 @@ from sqlglot import exp
 
 from minidb.errors import LockError, MinidbError
 from minidb.sql.compound import inline_subqueries
+from minidb.sql.hints import split_hint_comment
 from minidb.sql.translate import InsertStatement, UpdateStatement, parse, translate
 from minidb.storage.schema import null_mask
 from minidb.txn.locks import S, X, new_txn_id
@@ -191,13 +194,14 @@ def key_bounds(where: exp.Expression | None, key: str) -> tuple[Any, Any, list[e
 
 def check_begin(access: Any, lock_timeout: Any) -> None:
     """The arguments of ``begin``: an access mode of ``ACCESS_MODES``, and a lock timeout in
-    seconds above 0 (or None for the lock manager's default)."""
+    seconds above 0 (or None for the lock manager's default). The timeout must be finite: a
+    wait always ends (``inf`` would also overflow the thread library's timed wait)."""
     if not isinstance(access, str) or access.lower() not in ACCESS_MODES:
         raise MinidbError(f"access must be one of {', '.join(ACCESS_MODES)}, not {access!r}")
     if lock_timeout is not None and (isinstance(lock_timeout, bool)
                                      or not isinstance(lock_timeout, int | float)
-                                     or not lock_timeout > 0):
-        raise MinidbError(f"lock_timeout is a number of seconds above 0 (or None for the "
+                                     or not lock_timeout > 0 or not math.isfinite(lock_timeout)):
+        raise MinidbError(f"lock_timeout is a finite number of seconds above 0 (or None for the "
                           f"default), not {lock_timeout!r}")
 
 
@@ -276,6 +280,25 @@ class TransactionBase:
         self._log: TransactionLog | None = None
         #: the database's keys of rows deleted by live transactions (``Ghosts``)
         self._ghosts: Ghosts = Ghosts()
+        #: held by the thread running a statement, commit or abort of this transaction
+        self._busy = threading.RLock()
+
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        """Around ``sql``, ``commit`` and ``abort``: one thread at a time. A transaction is one
+        thread's; were a second thread to commit it while the first waits for a lock, the
+        commit would release the locks under the waiting statement, which would then time out
+        with a transaction already committed (or run a write after the commit point). Refused
+        with a clear error instead. Re-entrant: ``sql`` aborts on a lock error, and runs the
+        subqueries of an UPDATE or DELETE, in the same thread."""
+        if not self._busy.acquire(blocking=False):
+            raise MinidbError(f"transaction T{self.id} is in use by another thread (a statement, "
+                              f"commit or abort is running); a transaction belongs to one thread "
+                              f"at a time: give each thread its own {self.begun_with}")
+        try:
+            yield
+        finally:
+            self._busy.release()
 
     def _remember(self, undo: _Undo) -> None:
         """Keep the undo record of a write about to run; in a data directory force it to the
@@ -292,6 +315,10 @@ class TransactionBase:
     def sql(self, text: str):
         """Run one statement in this transaction, taking the locks its access mode asks for.
         A ``DeadlockError`` or ``LockTimeoutError`` aborts the transaction before it is raised."""
+        with self._in_use():
+            return self._sql(text)
+
+    def _sql(self, text: str):
         self._check_active()
         tree = parse(text)
         if isinstance(tree, exp.Update | exp.Delete):  # its subqueries first, under our locks
@@ -389,7 +416,9 @@ class Transaction(TransactionBase):
         table = db.catalog.get(names[0])
         key = lock_key(table)
         source = (tree.args.get("from_") or tree.args.get("from")).this.sql(dialect="duckdb")
-        lo, hi, used = key_bounds(tree.args.get("where"), key)
+        with db._engine:  # check the statement first: a constant of another type than the key
+            translate(split_hint_comment(text)[0], db.catalog)  # (id = 'x') is a SchemaError
+        lo, hi, used = key_bounds(tree.args.get("where"), key)  # so these bounds compare
         if lo is not None and hi is not None and lo > hi:
             with db._engine:  # no key can qualify: nothing to read, nothing to lock
                 return db.sql(text)
@@ -491,29 +520,34 @@ class Transaction(TransactionBase):
         """Commit: every statement is already applied; in a data directory the forced END record
         makes them durable as a whole (``minidb.txn.txn_log``). Then release the locks (the end
         of strict two-phase locking)."""
-        self._check_active()
-        self.db._check_open()
-        self._log_end("commit")
-        self.state = "committed"
-        self._ghosts.forget(self.id)  # its deletes are committed; releasing ends the waits
-        self.locks.release_all(self.id)
+        with self._in_use():
+            self._check_active()
+            self.db._check_open()
+            self._log_end("commit")
+            self.state = "committed"
+            self._ghosts.forget(self.id)  # its deletes are committed; releasing ends the waits
+            self.locks.release_all(self.id)
 
     def abort(self) -> None:
         """Undo every change of the transaction (newest first, X locks still held), then release
-        the locks. Aborting a finished transaction does nothing."""
+        the locks. Aborting a finished transaction does nothing; aborting one whose database was
+        closed only marks it aborted: a temporary directory is gone with its rows, and in a data
+        directory its log has no END record, so reopening the directory rolls it back."""
         if self.state != "active":
             return
         db = self.db
-        try:
-            with db._engine:
-                for u in reversed(self._undo):
-                    undo_write(db, u)
-            self._log_end("abort")  # not reached if a step failed: restart undoes it again
-        finally:
-            self._undo.clear()
-            self.state = "aborted"
-            self._ghosts.forget(self.id)
-            self.locks.release_all(self.id)
+        with self._in_use():
+            try:
+                if not db._closed:  # the pages of a closed database cannot be read or written
+                    with db._engine:
+                        for u in reversed(self._undo):
+                            undo_write(db, u)
+                    self._log_end("abort")  # not reached if a step failed: restart undoes it
+            finally:
+                self._undo.clear()
+                self.state = "aborted"
+                self._ghosts.forget(self.id)
+                self.locks.release_all(self.id)
 
 
 
