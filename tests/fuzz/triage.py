@@ -128,7 +128,8 @@ KNOWN: list[tuple[str, Callable[[Failure], bool]]] = [
      lambda f: f.outcome == "refused" and "numeric" in f.detail
      and "range_uniform" in f.config.describe()),
     ("range_uniform table loaded empty refused ('no boundaries')",
-     lambda f: f.outcome == "refused" and "boundaries" in f.detail),
+     lambda f: f.outcome == "refused" and "boundaries" in f.detail
+     and "range_uniform" in f.config.describe()),
     ("literal -9223372036854775808 refused",
      lambda f: f.outcome == "refused" and "int64_min_literal" in _traits(f)
      and "64 bits" in f.detail),
