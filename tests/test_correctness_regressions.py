@@ -745,3 +745,21 @@ def test_decimal_arithmetic_is_exact_as_in_duckdb(nodes):
         theirs = sorted(([float(v) if isinstance(v, Decimal) else v for v in r]
                          for r in con.execute(sql).fetchall()), key=repr)
         assert mine == theirs, sql
+
+
+# -- a WHERE clause that rules out every node -----------------------------------------------------
+@pytest.mark.parametrize("spec", ["hash(k)", "range(k: -5, 3)", "range_uniform(k)"])
+def test_update_and_delete_that_no_node_can_match(spec):
+    """``k BETWEEN 0 AND 5.5 AND k <= -10`` leaves no node a key can be on. The parallel UPDATE
+    then ran no node's update and summed the results of the other phases' calls (a TypeError);
+    it must change nothing and say 0, as DELETE did. The all-NULL partitioning column also
+    gives range_uniform no boundaries to fit."""
+    for ks in ([None], [None, 4, -20, 1]):
+        t = pa.table({"k": pa.array(ks, pa.int32()), "i": pa.array(range(len(ks)), pa.int32())})
+        db = minidb.connect(nodes=3, backend="inline")
+        db.create_table("t", t, partition=spec)
+        where = "WHERE k BETWEEN 0 AND 5.5 AND k <= -10"
+        assert db.sql(f"UPDATE t SET k = 5, i = 0 {where}").to_pylist() == [(0,)]
+        assert db.sql(f"DELETE FROM t {where}").to_pylist() == [(0,)]
+        _same(db.sql("SELECT * FROM t").to_pylist(),
+              duckdb.connect().execute("SELECT * FROM t").fetchall(), f"{spec}: {ks}")

@@ -1133,6 +1133,8 @@ class ParallelPlanner:
         # only the nodes that can hold a matching tuple (one node for the partitioning key =
         # a constant, as a SELECT); a moved tuple may go to any node
         targets = self._targets(st.ref)
+        if not targets:  # the WHERE clause rules out every node's key range: nothing to change
+            return 0
         if moves and isinstance(p, PredicateFragments):
             # predicates may leave a gap (or overlap): find a changed tuple that no fragment (or
             # two) would take before any node changes anything, as DISTRIBUTE does, so that a
