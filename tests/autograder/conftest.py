@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ag_helpers
 import pytest
 from ag_helpers import FAST, REFERENCE, Graded, Limits, grade_to_doc
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _share_gradings(computed_once):
+    """Lets ``ag_helpers.grade_one_file`` grade each submission once per session."""
+    ag_helpers.SHARED = computed_once
+    yield
+    ag_helpers.SHARED = None
 
 
 @pytest.fixture
