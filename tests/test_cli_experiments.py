@@ -41,7 +41,7 @@ def test_run_prints_json_rows_and_stores_them(store):
     assert {r["run_id"] for r in stored} == {rows[0]["run_id"]}
 
 
-@pytest.mark.parametrize("args, message", [
+USER_ERRORS = [
     (["run", "gamma.nothing"], "unknown experiment 'gamma.nothing'"),
     (["run", "gamma.page_size", "--set", "colour=red"], "no parameter 'colour'"),
     (["run", "gamma.page_size", "--nodes", "many"], "must be like"),
@@ -82,8 +82,28 @@ def test_run_prints_json_rows_and_stores_them(store):
      "directory /no-such-dir-16 does not exist"),
     (["report", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
     (["runs", "--store", "/no-such-dir-16/results.duckdb"], "choose another --store"),
-])
+]
+#: the cases also run as a fresh ``python -m minidb.cli`` in the default run: an unknown name
+#: and a bad parameter of ``run``, an unknown paper for ``reproduce``, ``report`` and ``runs``,
+#: and a store in a missing folder (the others, about 2 s each, with ``-m slow``)
+IN_A_PROCESS = {"unknown experiment 'gamma.nothing'", "no parameter 'colour'",
+                "unknown paper 'bubba'", "directory /no-such-dir-16 does not exist"}
+
+
+@pytest.mark.parametrize("args, message", USER_ERRORS)
 def test_user_errors_exit_2_with_one_line(store, args, message):
+    """Every user error, in this process (as tests/test_cli.py checks the other commands')."""
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 2, (out.output, out.exception)
+    assert isinstance(out.exception, SystemExit), out.exception
+    assert message in out.stderr and "Traceback" not in out.output
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    case if case[1] in IN_A_PROCESS else pytest.param(*case, marks=pytest.mark.slow)
+    for case in USER_ERRORS])
+def test_user_errors_exit_2_with_one_line_from_a_fresh_process(store, args, message):
     out = subprocess.run([sys.executable, "-m", "minidb.cli", *args], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2, out.stderr

@@ -20,8 +20,9 @@ def verdict(rows):
 
 
 @pytest.fixture(scope="module")
-def page_rows():
-    return run_experiment("gamma.join_page_size", quick=True)
+def page_rows(computed_once):
+    return computed_once("gamma_join_page_size_quick",
+                         lambda: run_experiment("gamma.join_page_size", quick=True))
 
 
 def test_every_curve_of_figures_15_and_16(page_rows):

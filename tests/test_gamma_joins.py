@@ -31,8 +31,8 @@ def verdict(rows, name):
 
 
 @pytest.fixture(scope="module")
-def quick_rows():
-    return run_experiment("gamma.joins", quick=True)
+def quick_rows(computed_once):
+    return computed_once("gamma_joins_quick", lambda: run_experiment("gamma.joins", quick=True))
 
 
 def paper_rows() -> list[dict]:
@@ -220,8 +220,9 @@ def test_a_gamma_without_network_costs_breaks_the_order_finding(monkeypatch):
 
 # -- §6.2.1: 1 to 8 processors, Local / Remote / Allnodes (Figures 10-13) ----------------------
 @pytest.fixture(scope="module")
-def speedup_rows():
-    return run_experiment("gamma.join_speedup", quick=True)
+def speedup_rows(computed_once):
+    return computed_once("gamma_join_speedup_quick",
+                         lambda: run_experiment("gamma.join_speedup", quick=True))
 
 
 def test_speedup_rows_cover_every_placement_and_no_processor_overflows(speedup_rows):
@@ -293,8 +294,9 @@ def test_placement_findings_fail_on_wrong_rows():
 
 # -- §6.2.2: memory lowered (Figure 14) -----------------------------------------------------------
 @pytest.fixture(scope="module")
-def memory_rows():
-    return run_experiment("gamma.join_memory", quick=True)
+def memory_rows(computed_once):
+    return computed_once("gamma_join_memory_quick",
+                         lambda: run_experiment("gamma.join_memory", quick=True))
 
 
 def test_memory_rows_show_overflow_growing_as_memory_shrinks(memory_rows):

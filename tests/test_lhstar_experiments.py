@@ -33,11 +33,17 @@ LHSTAR_FINDINGS = [f.name for f in findings("lhstar")]
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """One `minidb reproduce lhstar --quick` into a fresh store (about half a minute)."""
-    s = ResultsStore(tmp_path_factory.mktemp("lhstar") / "results.duckdb")
-    reproduce("lhstar", s, quick=True)
-    return s
+def store(computed_once):
+    """One `minidb reproduce lhstar --quick` into a fresh store (about half a minute), made once
+    per session for every worker."""
+
+    def run():
+        path = computed_once.folder / "lhstar" / "results.duckdb"
+        path.parent.mkdir()
+        reproduce("lhstar", ResultsStore(path), quick=True)
+        return path
+
+    return ResultsStore(computed_once("lhstar_quick_store", run))
 
 
 @pytest.fixture(scope="module")

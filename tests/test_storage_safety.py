@@ -284,7 +284,11 @@ def _committed_state(path: Path) -> tuple[str, object]:
         return "error", str(e)
 
 
-@pytest.mark.parametrize("delay", [0.25, 0.5, 0.8, 1.1, 1.5, 2.0])
+# the kill lands at random points of the statements; three delays in the default run, three
+# more with -m slow
+@pytest.mark.parametrize("delay", [0.25, pytest.param(0.5, marks=pytest.mark.slow), 0.8,
+                                   pytest.param(1.1, marks=pytest.mark.slow), 1.5,
+                                   pytest.param(2.0, marks=pytest.mark.slow)])
 def test_kill_9_during_updates_leaves_old_or_new_state_or_a_clear_report(tmp_path, delay):
     table = pa.table({"id": pa.array(np.arange(ROWS), pa.int32()),
                       "v": pa.array(np.zeros(ROWS, dtype=np.int64)),

@@ -9,9 +9,10 @@ import contextlib
 import math
 
 import pytest
+from shared_runs import tandem_speedup_quick_vlx
 
 from minidb.cost.profiles import get_profile, tandem_vlx_scan_rate
-from minidb.experiments import run_experiment
+from minidb.experiments import get_experiment, run_experiment
 from minidb.experiments import tandem as tandem_experiment
 from minidb.experiments.findings import check_findings
 from minidb.experiments.reproduce import PaperReport, judge_cells, mark_calibration
@@ -52,8 +53,9 @@ def status(rows, name):
 
 
 @pytest.fixture(scope="module")
-def real_rows():
-    return tandem_rows(machines=("vlx", "clx"), partitions=(2, 4, 8, 16))
+def real_rows(computed_once):
+    return computed_once("tandem_fidelity_real_rows",
+                         lambda: tandem_rows(machines=("vlx", "clx"), partitions=(2, 4, 8, 16)))
 
 
 def broken(what: str) -> dict:
@@ -67,8 +69,9 @@ def broken(what: str) -> dict:
 
 
 @pytest.fixture(scope="module", params=["startup", "scan_rate"])
-def broken_rows(request):
-    return tandem_rows(machines=("vlx",), partitions=(2, 16), **broken(request.param))
+def broken_rows(request, computed_once):
+    return computed_once(f"tandem_fidelity_broken_{request.param}", lambda: tandem_rows(
+        machines=("vlx",), partitions=(2, 16), **broken(request.param)))
 
 
 # -- the calibration ----------------------------------------------------------------------------
@@ -215,11 +218,16 @@ def test_update_finding_on_the_real_profile(real_rows):
 
 
 @pytest.fixture(scope="module")
-def log_variants():
-    """VLX speedup rows at 1% scale without the log, with it on cpu 1, and with it on a
-    processor of its own (the paper's remedy: move the database discs off cpu 1)."""
-    out = {}
-    for name, models, cpu in (("none", False, 1), ("cpu1", True, 1), ("own", True, "log")):
+def log_variants(computed_once):
+    """VLX speedup rows at 10% scale without the log, with it on cpu 1, and with it on a
+    processor of its own (the paper's remedy: move the database discs off cpu 1). With it on
+    cpu 1 (the model's default) they are those of `run tandem.speedup --quick` on the VLX,
+    which tests/test_experiments.py checks too (each partition count is a run of its own)."""
+    assert (tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU) == (True, 1)
+    assert get_experiment("tandem.speedup").parameters(quick=True)["scale"] == LOG_SCALE
+    out = {"cpu1": [r for r in tandem_speedup_quick_vlx(computed_once)
+                    if r["parameters"]["partitions"] in (2, 16)]}
+    for name, models, cpu in (("none", False, 1), ("own", True, "log")):
         saved = tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU
         tandem_experiment.MODELS_AUDIT_LOG, tandem_experiment.LOG_CPU = models, cpu
         try:

@@ -7,11 +7,11 @@ The explorer's modules (``app/explorer.py``, ``app/explorer_ui.py``) are importe
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from app_stores import copy_store
 
 APP = Path(__file__).resolve().parents[2] / "app"
 if str(APP) not in sys.path:
@@ -33,33 +33,43 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def seeded_store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A results store holding ``SEED_RUNS`` (read it through a copy: ``store_path``)."""
+def seeded_store_path(computed_once) -> Path:
+    """A results store holding ``SEED_RUNS``, made once per session for every worker (read it
+    through a copy: ``store_path``)."""
     from minidb.experiments.reproduce import run_and_store
     from minidb.results import ResultsStore
 
-    path = tmp_path_factory.mktemp("seeded") / "results.duckdb"
-    store = ResultsStore(path)
-    for name, overrides in SEED_RUNS:
-        run_and_store(name, store, overrides)
-    return path
+    def seed() -> Path:
+        path = computed_once.folder / "seeded" / "results.duckdb"
+        path.parent.mkdir()
+        store = ResultsStore(path)
+        for name, overrides in SEED_RUNS:
+            run_and_store(name, store, overrides)
+        return path
+
+    return computed_once("app_seeded_store", seed)
 
 
 @pytest.fixture(scope="session")
-def paper_store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def paper_store_path(computed_once) -> Path:
     """A store with one run at the paper's configuration (100,000 tuples, 1 and 8 nodes, about
-    4 s), so that its rows meet published cells: some within 2x, one outside."""
+    4 s), so that its rows meet published cells: some within 2x, one outside. Made once per
+    session for every worker."""
     from minidb.experiments.reproduce import run_and_store
     from minidb.results import ResultsStore
 
-    path = tmp_path_factory.mktemp("paper") / "results.duckdb"
-    run_and_store("gamma.selection_speedup", ResultsStore(path), {"nodes": [1, 8]})
-    return path
+    def run() -> Path:
+        path = computed_once.folder / "paper" / "results.duckdb"
+        path.parent.mkdir()
+        run_and_store("gamma.selection_speedup", ResultsStore(path), {"nodes": [1, 8]})
+        return path
+
+    return computed_once("app_paper_store", run)
 
 
 def _use_copy(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     copy = tmp_path / "results.duckdb"
-    shutil.copyfile(source, copy)
+    copy_store(source, copy)
     monkeypatch.setenv("MINIDB_RESULTS", str(copy))
     return copy
 

@@ -16,9 +16,9 @@ folder).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from app_stores import copy_store
 
 from minidb.experiments import experiments
 
@@ -110,39 +111,58 @@ def _stop(server: subprocess.Popen) -> None:
         pass
 
 
-@pytest.mark.browser
-def test_explorer_in_a_headless_browser(sync_playwright, seeded_store_path, tmp_path):
-    store = tmp_path / "results.duckdb"
-    shutil.copyfile(seeded_store_path, store)
+@contextlib.contextmanager
+def _explorer(sync_playwright, source: Path, folder: Path):
+    """The explorer served by ``streamlit run`` on a copy of the store ``source`` and a headless
+    chromium: yields (the server's URL, the browser, the copy, streamlit's log)."""
+    store = folder / "results.duckdb"
+    copy_store(source, store)
     port = _free_port()
-    log = tmp_path / "streamlit.log"
-    env = {**os.environ, "MINIDB_RESULTS": str(store)}
-    server = _start_streamlit(port, env, log)
+    log = folder / "streamlit.log"
+    server = _start_streamlit(port, {**os.environ, "MINIDB_RESULTS": str(store)}, log)
     try:
         _wait_until_healthy(port, server, log)
-        shot = tmp_path / "findings.png"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.set_default_timeout(PAGE_TIMEOUT_MS)
-                page.goto(f"http://127.0.0.1:{port}/")
-                page.get_by_role("heading", name="minidb explorer").wait_for()
-                page.get_by_text("Papers with stored runs").wait_for()
-                # the store path is rendered in a code block; wait for its text (not the raw
-                # HTML, which streamlit fills in progressively)
-                page.get_by_text(str(store)).first.wait_for()
-
-                page.get_by_role("link", name="Findings", exact=True).click()
-                page.get_by_text("gamma.0pct_indexed_slower_with_nodes").wait_for()
-                assert page.url.rstrip("/").endswith("/Findings")
-                page.screenshot(path=shot, full_page=True)
+                yield f"http://127.0.0.1:{port}", browser, store, log
             finally:
                 browser.close()
-        assert shot.is_file() and shot.stat().st_size > 10_000, "the screenshot looks empty"
-        assert "Traceback" not in log.read_text()
     finally:
         _stop(server)
+
+
+@pytest.fixture(scope="module")
+def representative_explorer(sync_playwright, chart_store_path, tmp_path_factory):
+    """One server and browser for the default run's two browser tests, on the store of the
+    representative charts (the seeded store and a run of each experiment they show)."""
+    with _explorer(sync_playwright, chart_store_path("representative"),
+                   tmp_path_factory.mktemp("explorer")) as served:
+        yield served
+
+
+@pytest.mark.browser
+def test_explorer_in_a_headless_browser(representative_explorer, tmp_path):
+    url, browser, store, log = representative_explorer
+    shot = tmp_path / "findings.png"
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.goto(f"{url}/")
+        page.get_by_role("heading", name="minidb explorer").wait_for()
+        page.get_by_text("Papers with stored runs").wait_for()
+        # the store path is rendered in a code block; wait for its text (not the raw HTML,
+        # which streamlit fills in progressively)
+        page.get_by_text(str(store)).first.wait_for()
+
+        page.get_by_role("link", name="Findings", exact=True).click()
+        page.get_by_text("gamma.0pct_indexed_slower_with_nodes").wait_for()
+        assert page.url.rstrip("/").endswith("/Findings")
+        page.screenshot(path=shot, full_page=True)
+    finally:
+        page.close()
+    assert shot.is_file() and shot.stat().st_size > 10_000, "the screenshot looks empty"
+    assert "Traceback" not in log.read_text()
 
 
 #: runs that give every experiment rows (about 25 s), added to the session's seeded store
@@ -218,18 +238,47 @@ PAGE_DONE = """() => {
 }"""
 
 
+#: the default run's charts besides the pages' defaults (Gamma's Table 1: two panels, a log
+#: axis): one table or figure of each paper, among them the one without a chart (the optimizer's
+#: choice, gamma.access_paths), tables whose columns are not an axis and draw bars (Volcano's
+#: Figure 2, Distributed INGRES's Table 1) and two figures of the seeded runs
+REPRESENTATIVE = (("gamma.selection_speedup", "Figure 2"), ("gamma.page_size", "Figure 6"),
+                  ("gamma.access_paths", "Figure 8"), ("tandem.speedup", "Table 2"),
+                  ("lhstar.partition_size", "Section 5.1 (table 1 of 2)"),
+                  ("volcano.clusters", "Figure 2"), ("ingres.updates", "Table 1"))
+
+
+def _chart_runs(pages: str) -> tuple[tuple[str, dict], ...]:
+    """The runs of ``CHART_RUNS`` the chart pages of ``pages`` need."""
+    if pages != "representative":
+        return CHART_RUNS
+    needed = {"gamma.selection"} | {name for name, _ in REPRESENTATIVE}
+    return tuple((name, overrides) for name, overrides in CHART_RUNS if name in needed)
+
+
 @pytest.fixture(scope="module")
-def chart_store_path(seeded_store_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seeded store plus one small run of every other experiment."""
+def chart_store_path(seeded_store_path: Path, computed_once):
+    """``chart_store_path(pages)``: the seeded store plus one small run of every other
+    experiment the pages need, made once per session for every worker (read it through a
+    copy)."""
     from minidb.experiments.reproduce import run_and_store
     from minidb.results import ResultsStore
 
-    path = tmp_path_factory.mktemp("charts") / "results.duckdb"
-    shutil.copyfile(seeded_store_path, path)
-    store = ResultsStore(path)
-    for name, overrides in CHART_RUNS:
-        run_and_store(name, store, overrides)
-    return path
+    def make(pages: str) -> Path:
+        runs = _chart_runs(pages)
+
+        def run() -> Path:
+            path = computed_once.folder / f"charts-{pages}" / "results.duckdb"
+            path.parent.mkdir()
+            copy_store(seeded_store_path, path)
+            store = ResultsStore(path)
+            for name, overrides in runs:
+                run_and_store(name, store, overrides)
+            return path
+
+        return computed_once(f"app_chart_store_{len(runs)}_runs", run)
+
+    return make
 
 
 def _shots_dir(tmp_path: Path) -> Path:
@@ -247,15 +296,19 @@ def _plot_sizes(page, url: str, name: str, shots: Path) -> list[dict]:
     return page.evaluate(MEASURE_CHARTS)
 
 
-def _chart_pages(every_reference: bool) -> list[tuple[str, str]]:
+def _chart_pages(pages: str) -> list[tuple[str, str]]:
     """(screenshot name, URL path) of the pages with charts: each page's default, then the
-    Published vs reproduced page for each experiment's first table or figure (or for all)."""
+    Published vs reproduced page for ``REPRESENTATIVE`` (``pages="representative"``), each
+    experiment's first table or figure (``"first-reference"``) or all (``"every-reference"``)."""
     targets = [("published-default", "Published_vs_reproduced"),
                ("compare-default", "Compare_runs"),
                ("commit-default", "Commit_protocols")]
     for exp in experiments():
-        for reference in exp.references if every_reference else exp.references[:1]:
-            if (exp.name, reference) == ("gamma.selection", "Table 1") and not every_reference:
+        references = {"representative": [r for e, r in REPRESENTATIVE if e == exp.name],
+                      "first-reference": exp.references[:1],
+                      "every-reference": exp.references}[pages]
+        for reference in references:
+            if (exp.name, reference) == ("gamma.selection", "Table 1") and pages != "every-reference":
                 continue  # the page's default, measured above
             query = urllib.parse.urlencode({"experiment": exp.name, "reference": reference})
             slug = f"published-{exp.name}-{reference}".replace(" ", "_").replace(".", "_")
@@ -264,42 +317,35 @@ def _chart_pages(every_reference: bool) -> list[tuple[str, str]]:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("every_reference", [
-    False, pytest.param(True, marks=pytest.mark.slow, id="every-reference")])
-def test_every_chart_has_a_readable_plot_area(sync_playwright, chart_store_path, tmp_path,
-                                              every_reference):
-    """In the default run: every page's default and each experiment's first table or figure
-    (about 60 s); with ``-m slow``, every table and figure of every experiment."""
-    store = tmp_path / "results.duckdb"
-    shutil.copyfile(chart_store_path, store)
+@pytest.mark.parametrize("pages", [
+    "representative", pytest.param("first-reference", marks=pytest.mark.slow),
+    pytest.param("every-reference", marks=pytest.mark.slow)])
+def test_every_chart_has_a_readable_plot_area(sync_playwright, chart_store_path, request,
+                                              tmp_path, pages):
+    """In the default run: every page's default and one table or figure of each paper
+    (``REPRESENTATIVE``, about 20 s); with ``-m slow``, each experiment's first table or figure
+    (about 60 s), and every table and figure of every experiment."""
     shots = _shots_dir(tmp_path)
-    port = _free_port()
-    log = tmp_path / "streamlit.log"
-    env = {**os.environ, "MINIDB_RESULTS": str(store)}
-    targets = _chart_pages(every_reference)
-    server = _start_streamlit(port, env, log)
+    targets = _chart_pages(pages)
     measured: dict[str, list[dict]] = {}
-    try:
-        _wait_until_healthy(port, server, log)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 2000})
-                page.set_default_timeout(PAGE_TIMEOUT_MS)
-                for name, path in [("home", ""), ("run", "Run"), ("findings", "Findings")]:
-                    page.goto(f"http://127.0.0.1:{port}/{path}")
-                    page.wait_for_function(
-                        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
-                        "&& document.querySelector('h1')", timeout=PAGE_TIMEOUT_MS)
-                    page.wait_for_timeout(300)
-                    page.screenshot(path=shots / f"{name}.png")
-                for name, path in targets:
-                    measured[name] = _plot_sizes(page, f"http://127.0.0.1:{port}/{path}", name,
-                                                 shots)
-            finally:
-                browser.close()
-    finally:
-        _stop(server)
+    with contextlib.ExitStack() as stack:
+        if pages == "representative":
+            url, browser, _, log = request.getfixturevalue("representative_explorer")
+        else:
+            url, browser, _, log = stack.enter_context(
+                _explorer(sync_playwright, chart_store_path(pages), tmp_path))
+        page = browser.new_page(viewport={"width": 1400, "height": 2000})
+        stack.callback(page.close)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        for name, path in [("home", ""), ("run", "Run"), ("findings", "Findings")]:
+            page.goto(f"{url}/{path}")
+            page.wait_for_function(
+                "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
+                "&& document.querySelector('h1')", timeout=PAGE_TIMEOUT_MS)
+            page.wait_for_timeout(300)
+            page.screenshot(path=shots / f"{name}.png")
+        for name, path in targets:
+            measured[name] = _plot_sizes(page, f"{url}/{path}", name, shots)
     (shots / "plot_sizes.json").write_text(json.dumps(measured, indent=1))
     print(f"screenshots and plot_sizes.json in {shots}")
     drawn = {name: charts for name, charts in measured.items() if charts}

@@ -90,6 +90,36 @@ def assemble(target: Path, partitioner: str | Path | None = "reference",
     return target
 
 
+#: ``computed_once`` of tests/conftest.py, set for the session by tests/autograder/conftest.py
+SHARED = None
+
+
+def grade_one_file(lab: str, filename: str, tmp_path: Path, source: Path | str,
+                   limits: Limits) -> Graded:
+    """Grade a submission of one file, ``source`` (a path or its text), as ``filename`` for
+    ``lab`` through ``grade_to_file``; check and return results.json. The same text, file name
+    and limits are graded once per session (several tests look at one wrong answer), then
+    shared by every test and worker."""
+    import hashlib
+
+    from autograder.grading import grade_to_file
+
+    text = source.read_text() if isinstance(source, Path) else source
+
+    def grade() -> dict:
+        sub = tmp_path / "submission"
+        sub.mkdir(parents=True)
+        (sub / filename).write_text(text)
+        results = tmp_path / "results.json"
+        grade_to_file(lab, sub, results, limits=limits, log=lambda line: None)
+        return json.loads(results.read_text())
+
+    key = hashlib.sha256(repr((lab, filename, text, limits)).encode()).hexdigest()[:20]
+    doc = grade() if SHARED is None else SHARED(f"graded-{lab}-{key}", grade)
+    check_gradescope(doc)
+    return Graded(doc, 0.0)
+
+
 def grade_to_doc(submission: Path, results: Path, limits: Limits = FAST) -> Graded:
     """Grade through ``grade_to_file``, as the command line does; check and return results.json."""
     import time

@@ -35,9 +35,9 @@ TEXT = {c.id: f"{c.title} {c.about}" for p in assignment().parts for c in p.case
     ("reference", "policy_ignores_hits.py", "B3", "first difference",
      {"B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9"}),
 ])
-def test_a_wrong_property_fails_the_case_that_names_it(tmp_path, grade, partitioner, policy,
-                                                       case, says, lost):
-    graded = grade(assemble(tmp_path / "sub", partitioner, policy))
+def test_a_wrong_property_fails_the_case_that_names_it(tmp_path, grade_once, partitioner,
+                                                       policy, case, says, lost):
+    graded = grade_once(assemble(tmp_path / "sub", partitioner, policy))
     assert set(graded.failed()) == lost
     assert says in graded.test(case)["output"]
 

@@ -54,8 +54,8 @@ def test_points_add_up_to_fifty_per_part():
     ("partitioner_equal_width.py", "reference", {"A5", "A6", "A7", "A10", "A11", "A12"}, set()),
 ])
 def test_wrong_solutions_lose_the_cases_their_mistake_shows_in(
-        tmp_path, grade, partitioner, policy, lost_a, lost_b):
-    graded = grade(assemble(tmp_path / "sub", partitioner, policy))
+        tmp_path, grade_once, partitioner, policy, lost_a, lost_b):
+    graded = grade_once(assemble(tmp_path / "sub", partitioner, policy))
     assert set(graded.failed()) == lost_a | lost_b
     lab = assignment()
     points = {c.id: c.points for p in lab.parts for c in p.cases}
@@ -65,8 +65,8 @@ def test_wrong_solutions_lose_the_cases_their_mistake_shows_in(
     assert ranked == {key for key, lost in (("A", lost_a), ("B", lost_b)) if not lost}
 
 
-def test_feedback_of_an_off_by_one_partitioner_and_a_fifo_clock(tmp_path, grade):
-    graded = grade(assemble(tmp_path / "sub", "partitioner_off_by_one.py", "policy_fifo.py"))
+def test_feedback_of_an_off_by_one_partitioner_and_a_fifo_clock(tmp_path, grade_once):
+    graded = grade_once(assemble(tmp_path / "sub", "partitioner_off_by_one.py", "policy_fifo.py"))
     a1 = graded.test("A1")["output"]
     assert "unbalanced: node 0 holds 7 tuples" in a1 and "every node must hold 6 to 6" in a1
     assert "node sizes [7, 6, 6, 5]" in a1 and "your boundaries [7, 13, 19]" in a1

@@ -8,15 +8,13 @@ category first; the feedback says which pairs or counters differ."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
-from ag_helpers import FAST, ROOT, Graded, check_gradescope
+from ag_helpers import FAST, ROOT, Graded, grade_one_file
 
 from autograder.assignments.lab2 import STUDENT_DIR, assignment, joins
-from autograder.grading import HIDDEN_VISIBILITY, grade_to_file
+from autograder.grading import HIDDEN_VISIBILITY
 from autograder.markers import strip_solutions
 
 REFERENCE = ROOT / "autograder" / "assignments" / "lab2" / "reference" / "hybrid_hash.py"
@@ -27,17 +25,7 @@ HIDDEN = {i for i, c in CASES.items() if c.hidden}
 
 
 def grade2(tmp_path: Path, source: Path | str) -> Graded:
-    sub = tmp_path / "submission"
-    sub.mkdir(parents=True)
-    if isinstance(source, Path):
-        shutil.copyfile(source, sub / "hybrid_hash.py")
-    else:
-        (sub / "hybrid_hash.py").write_text(source)
-    results = tmp_path / "results.json"
-    grade_to_file("lab2", sub, results, limits=FAST, log=lambda line: None)
-    doc = json.loads(results.read_text())
-    check_gradescope(doc)
-    return Graded(doc, 0.0)
+    return grade_one_file("lab2", "hybrid_hash.py", tmp_path, source, FAST)
 
 
 def test_points_and_categories():

@@ -6,15 +6,13 @@ same category first; the feedback names the stream and grouped unfix's call."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
-from ag_helpers import FAST, ROOT, Graded, check_gradescope
+from ag_helpers import FAST, ROOT, Graded, grade_one_file
 
 from autograder.assignments.lab3 import STUDENT_DIR, assignment, unfix_cases
-from autograder.grading import HIDDEN_VISIBILITY, grade_to_file
+from autograder.grading import HIDDEN_VISIBILITY
 from autograder.markers import strip_solutions
 from autograder.sandbox import Limits
 
@@ -27,17 +25,7 @@ LIMITS = Limits(wall_s=120, cpu_s=60, memory_mb=FAST.memory_mb, output_mb=FAST.o
 
 
 def grade3(tmp_path: Path, source: Path | str) -> Graded:
-    sub = tmp_path / "submission"
-    sub.mkdir(parents=True)
-    if isinstance(source, Path):
-        shutil.copyfile(source, sub / "unfix.py")
-    else:
-        (sub / "unfix.py").write_text(source)
-    results = tmp_path / "results.json"
-    grade_to_file("lab3", sub, results, limits=LIMITS, log=lambda line: None)
-    doc = json.loads(results.read_text())
-    check_gradescope(doc)
-    return Graded(doc, 0.0)
+    return grade_one_file("lab3", "unfix.py", tmp_path, source, LIMITS)
 
 
 def test_points_and_categories():

@@ -7,15 +7,13 @@ the promise broken."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
-from ag_helpers import FAST, ROOT, Graded, check_gradescope
+from ag_helpers import FAST, ROOT, Graded, grade_one_file
 
 from autograder.assignments.lab5 import STUDENT_DIR, assignment, commit_cases
-from autograder.grading import HIDDEN_VISIBILITY, grade_to_file
+from autograder.grading import HIDDEN_VISIBILITY
 from autograder.markers import strip_solutions
 from autograder.sandbox import Limits
 
@@ -27,17 +25,7 @@ LIMITS = Limits(wall_s=120, cpu_s=60, memory_mb=FAST.memory_mb, output_mb=FAST.o
 
 
 def grade5(tmp_path: Path, source: Path | str) -> Graded:
-    sub = tmp_path / "submission"
-    sub.mkdir(parents=True)
-    if isinstance(source, Path):
-        shutil.copyfile(source, sub / "commit.py")
-    else:
-        (sub / "commit.py").write_text(source)
-    results = tmp_path / "results.json"
-    grade_to_file("lab5", sub, results, limits=LIMITS, log=lambda line: None)
-    doc = json.loads(results.read_text())
-    check_gradescope(doc)
-    return Graded(doc, 0.0)
+    return grade_one_file("lab5", "commit.py", tmp_path, source, LIMITS)
 
 
 def test_points_and_categories():

@@ -59,8 +59,8 @@ WRONG = [("partitioner_distinct_values.py", "reference", {"A5", "A10"}),
 @pytest.mark.parametrize(("partitioner", "policy", "exactly"), WRONG,
                          ids=[f"{a}+{b}" for a, b, _ in WRONG])
 def test_a_wrong_solution_failing_a_hidden_case_fails_a_public_one_of_its_category(
-        tmp_path, grade, partitioner, policy, exactly):
-    graded = grade(assemble(tmp_path / "sub", partitioner, policy))
+        tmp_path, grade_once, partitioner, policy, exactly):
+    graded = grade_once(assemble(tmp_path / "sub", partitioner, policy))
     failed = set(graded.failed())
     assert failed & HIDDEN, "this wrong solution should fail some hidden case"
     assert public_missing(failed) == []
